@@ -1,0 +1,95 @@
+"""Cairn's SQLite database: which file it is, how connections are set up, the shared metadata.
+
+``<home>/state.db`` is Cairn's unless another program already owns it (a Hermes Agent home has
+its own ``state.db``); then Cairn keeps its data in ``<home>/cairn.db`` and never alters theirs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, String, create_engine, event, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from engine.home import Home
+
+APP_MARKER = "cairn"
+BUSY_TIMEOUT_MS = 5000
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class CairnMeta(Base):
+    """Marks a database as Cairn's own: the only kind Cairn creates tables in."""
+
+    __tablename__ = "cairn_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+
+
+class DatabaseError(RuntimeError):
+    pass
+
+
+def _tables(path: Path) -> set[str]:
+    uri = f"file:{path}?mode=ro"
+    try:
+        with sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000) as conn:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"{path} is not a readable SQLite database: {exc}") from exc
+    return {row[0] for row in rows}
+
+
+def database_path(home: Home) -> Path:
+    """The database file Cairn owns in ``home``."""
+    path = home.state_db
+    if not path.exists() or path.stat().st_size == 0:
+        return path
+    tables = _tables(path)
+    if not tables or CairnMeta.__tablename__ in tables:
+        return path
+    return home.own_db
+
+
+def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # busy_timeout first: switching to WAL itself needs the lock another process may hold.
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+_engines: dict[Path, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def open_engine(home: Home) -> Engine:
+    """The (process-wide, cached) engine for ``home``'s database, tables created on first use."""
+    home.root.mkdir(parents=True, exist_ok=True)
+    path = database_path(home)
+    with _engines_lock:
+        engine = _engines.get(path)
+        if engine is None:
+            engine = create_engine(f"sqlite:///{path}")
+            event.listen(engine, "connect", _on_connect)
+            Base.metadata.create_all(engine)
+            with Session(engine) as session, session.begin():
+                if session.scalar(select(CairnMeta).where(CairnMeta.key == "app")) is None:
+                    session.add(CairnMeta(key="app", value=APP_MARKER))
+            _engines[path] = engine
+        return engine
+
+
+def dispose_engines() -> None:
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
