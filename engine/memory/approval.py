@@ -1,0 +1,98 @@
+"""The pending-writes queue: staged memory writes waiting for a human's yes or no.
+
+One JSON file per write in ``<home>/pending/memory/<id>.json``, written atomically, so a second
+Cairn, the desktop client and the CLI all see the same queue and a crash never leaves half a
+record.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from engine.fsutil import atomic_write_text
+from engine.memory.errors import MemoryToolError
+
+Origin = Literal["foreground", "background_review"]
+
+
+class PendingWrite(BaseModel):
+    id: str
+    subsystem: str = "memory"
+    action: str
+    summary: str
+    origin: Origin
+    created_at: str
+    payload: dict[str, Any]
+    session_id: str | None = None
+
+
+class PendingQueue:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, pending_id: str) -> Path:
+        # Ids are 8 hex digits; anything else could be a path trick.
+        if len(pending_id) != 8 or any(c not in "0123456789abcdef" for c in pending_id):
+            raise MemoryToolError("not_found", f"no pending write {pending_id!r}")
+        return self.folder / f"{pending_id}.json"
+
+    def stage(
+        self,
+        action: str,
+        summary: str,
+        payload: dict[str, Any],
+        origin: Origin,
+        session_id: str | None = None,
+    ) -> PendingWrite:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            while True:
+                pending_id = secrets.token_hex(4)
+                path = self._path(pending_id)
+                if not path.exists():
+                    break
+            record = PendingWrite(
+                id=pending_id,
+                action=action,
+                summary=summary,
+                origin=origin,
+                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                payload=payload,
+                session_id=session_id,
+            )
+            atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+        except OSError as exc:
+            raise MemoryToolError(
+                "io", f"cannot stage the write in {self.folder}: {exc.strerror}"
+            ) from exc
+        return record
+
+    def get(self, pending_id: str) -> PendingWrite:
+        path = self._path(pending_id)
+        try:
+            return PendingWrite.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError as exc:
+            raise MemoryToolError("not_found", f"no pending write {pending_id!r}") from exc
+        except (ValueError, ValidationError) as exc:
+            raise MemoryToolError(
+                "file", f"pending write {path.name} is unreadable: {exc}; kept for inspection"
+            ) from exc
+
+    def list(self) -> list[PendingWrite]:
+        """Readable records, oldest first; unreadable ones are skipped, never deleted."""
+        records = []
+        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            try:
+                records.append(self.get(path.stem))
+            except MemoryToolError:
+                continue
+        return sorted(records, key=lambda r: (r.created_at, r.id))
+
+    def discard(self, pending_id: str) -> None:
+        self._path(pending_id).unlink(missing_ok=True)

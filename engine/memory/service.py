@@ -1,0 +1,323 @@
+"""The memory service: the one entry point the tool, the CLI and the desktop client share.
+
+It adds to the store what sits around a write: the approval gate, the queue, undo, and the
+frozen prompt snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from engine.config import Config, load_config, update_config
+from engine.db import open_engine
+from engine.home import Home
+from engine.memory import threats
+from engine.memory.approval import Origin, PendingQueue, PendingWrite
+from engine.memory.entries import Target, parse, percent, prompt_block, usage
+from engine.memory.errors import MemoryToolError
+from engine.memory.history import History, MemoryEvent
+from engine.memory.operations import (
+    AddOp,
+    RemoveOp,
+    ReplaceOp,
+    apply_to_entries,
+    check_budget,
+    parse_operations,
+    preview,
+)
+from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome
+
+log = logging.getLogger(__name__)
+
+
+def describe(ops: list[Op]) -> str:
+    if len(ops) > 1:
+        return f"{len(ops)} operations"
+    op = ops[0]
+    if isinstance(op, AddOp):
+        return f"add {preview(op.content)!r}"
+    if isinstance(op, ReplaceOp):
+        return f"replace {preview(op.old_text, 30)!r} with {preview(op.content)!r}"
+    return f"remove {preview(op.old_text)!r}"
+
+
+def usage_of(target: Target, entries: list[str], limit: int) -> dict[str, Any]:
+    chars = usage(entries)
+    return {
+        "target": target.value,
+        "chars": chars,
+        "limit": limit,
+        "percent": percent(chars, limit),
+        "entries": len(entries),
+    }
+
+
+class MemoryService:
+    def __init__(
+        self, home: Home, config: Config | None = None, *, session_id: str | None = None
+    ) -> None:
+        self.home = home
+        self.config = config if config is not None else load_config(home)
+        self.session_id = session_id
+        self.history_error: str | None = None
+        try:
+            self.history: History | None = History(open_engine(home))
+        except Exception as exc:  # memory keeps working without its log; say so in results
+            log.warning("memory history unavailable: %s", exc)
+            self.history, self.history_error = None, str(exc)
+        self.store = MemoryStore(home, self.config, self.history)
+        self.queue = PendingQueue(home.pending_memory_dir)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read(self, target: Target) -> MemoryFile:
+        return self.store.read(target)
+
+    def rescan(self) -> list[int]:
+        """Note edits made outside Cairn in the history; the ids of the events recorded."""
+        ids = [self.store.rescan(target) for target in Target]
+        return [i for i in ids if i is not None]
+
+    def prompt_snapshot(self) -> str:
+        """Both memory blocks as the system prompt shows them at session start.
+
+        An entry the scanner blocks is withheld behind a placeholder (it stays on disk for the
+        user to inspect); an unreadable file becomes a notice, never a failed session.
+        """
+        blocks = []
+        for target in Target:
+            if not self.store.enabled(target):
+                continue
+            try:
+                self.store.rescan(target)
+            except Exception as exc:
+                log.warning("could not check %s for external edits: %s", target.filename, exc)
+            try:
+                current = self.store.read(target)
+            except MemoryToolError as exc:
+                blocks.append(f"[{target.filename} could not be loaded: {exc.message}]")
+                continue
+            shown = []
+            for entry in current.entries:
+                verdict = threats.scan(entry)
+                shown.append(threats.placeholder(verdict) if verdict.blocked else entry)
+            block = prompt_block(target, shown, current.limit, chars=current.chars)
+            if block:
+                blocks.append(block)
+        return "\n\n".join(blocks)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(
+        self,
+        target: Target,
+        operations: Any,
+        *,
+        origin: Origin = "foreground",
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        ops = parse_operations(operations)
+        session_id = session_id or self.session_id
+        if self.config.memory.write_approval:
+            return self._stage(target, ops, origin, session_id)
+        outcome = self.store.write(target, ops, origin=origin, session_id=session_id)
+        return self._result(outcome, describe(ops))
+
+    def _stage(
+        self, target: Target, ops: list[Op], origin: Origin, session_id: str | None
+    ) -> dict[str, Any]:
+        # Refuse now what could never be approved (poison, malformed, no match, overflow), so
+        # the model hears about it in the same turn instead of leaving dead records behind.
+        for op in ops:
+            if isinstance(op, AddOp | ReplaceOp) and threats.scan(op.content).blocked:
+                verdict = threats.scan(op.content)
+                raise MemoryToolError(
+                    "blocked",
+                    f"{op.action} refused: the content looks like "
+                    f"{', '.join(verdict.categories)}; nothing was staged",
+                )
+        current = self.store.read(target)
+        after = apply_to_entries(current.entries, ops)
+        check_budget(target, current.entries, after, current.limit, ops)
+        summary = describe(ops)
+        action = ops[0].action if len(ops) == 1 else "batch"
+        record = self.queue.stage(
+            action,
+            summary,
+            {"target": target.value, "operations": [op.model_dump() for op in ops]},
+            origin,
+            session_id,
+        )
+        self._log(target, "staged", pending_id=record.id, origin=origin, summary=summary)
+        return {
+            "ok": True,
+            "status": "staged",
+            "pending_id": record.id,
+            "message": f"Staged for approval as {record.id} ({summary}); memory is unchanged "
+            f"until it is approved.",
+            "usage": usage_of(target, current.entries, current.limit),
+        }
+
+    def _log(self, target: Target, action: str, **kwargs: Any) -> None:
+        if self.history is None:
+            return
+        try:
+            self.history.record(
+                target.value,
+                action,
+                pending_id=kwargs.pop("pending_id", None),
+                origin=kwargs.pop("origin", "foreground"),
+                session_id=self.session_id,
+                detail=kwargs,
+            )
+        except Exception as exc:
+            log.warning("memory history unavailable: %s", exc)
+
+    def _result(self, outcome: WriteOutcome, summary: str, **extra: Any) -> dict[str, Any]:
+        target = outcome.target
+        use = usage_of(target, outcome.entries, outcome.before.limit)
+        if outcome.changed:
+            message = (
+                f"{target.filename} updated: {summary} "
+                f"({use['chars']:,}/{use['limit']:,} chars, {use['percent']}%)."
+            )
+        else:
+            message = f"Nothing to change in {target.filename}: the entry is already there."
+        if outcome.backup is not None:
+            message += (
+                f" {target.filename} had been edited by hand in a form Cairn does not keep "
+                f"verbatim; the edited file was saved as {outcome.backup.name} first."
+            )
+        if self.history_error:
+            outcome.warnings.append(f"change history not recorded: {self.history_error}")
+        return {
+            "ok": True,
+            "status": "applied" if outcome.changed else "unchanged",
+            "message": message,
+            "usage": use,
+            "event_id": outcome.event_id,
+            "backup": str(outcome.backup) if outcome.backup else None,
+            "warnings": outcome.warnings,
+            **extra,
+        }
+
+    # -- approval ------------------------------------------------------------------------
+
+    def pending(self) -> list[PendingWrite]:
+        return self.queue.list()
+
+    def set_approval(self, on: bool) -> dict[str, Any]:
+        self.config = update_config(self.home, {"memory": {"write_approval": on}})
+        self.store.config = self.config
+        state = "on: writes are staged for review" if on else "off: writes apply at once"
+        return {"ok": True, "write_approval": on, "message": f"Write approval is {state}."}
+
+    def approve(self, pending_id: str) -> dict[str, Any]:
+        record = self.queue.get(pending_id)
+        target = Target(record.payload.get("target", "memory"))
+        ops = parse_operations(record.payload.get("operations"))
+        try:
+            outcome = self.store.write(
+                target,
+                ops,
+                origin=record.origin,
+                session_id=record.session_id,
+                action="approved",
+                pending_id=record.id,
+            )
+        except MemoryToolError as exc:
+            raise MemoryToolError(
+                exc.code,
+                f"approval of {record.id} failed, the staged write is kept: {exc.message}",
+                pending_id=record.id,
+                **exc.details,
+            ) from exc
+        self.queue.discard(record.id)
+        return self._result(
+            outcome, f"approved {record.id} ({record.summary})", pending_id=record.id
+        )
+
+    def reject(self, pending_id: str) -> dict[str, Any]:
+        record = self.queue.get(pending_id)
+        self.queue.discard(record.id)
+        target = Target(record.payload.get("target", "memory"))
+        self._log(
+            target,
+            "rejected",
+            pending_id=record.id,
+            origin=record.origin,
+            summary=record.summary,
+            operations=record.payload.get("operations"),
+        )
+        return {
+            "ok": True,
+            "status": "rejected",
+            "pending_id": record.id,
+            "message": f"Rejected {record.id} ({record.summary}); memory is unchanged.",
+        }
+
+    def settle_all(self, approve: bool) -> list[dict[str, Any]]:
+        """Approve or reject every pending write in order; each one's outcome, failures too."""
+        settle: Callable[[str], dict[str, Any]] = self.approve if approve else self.reject
+        outcomes = []
+        for record in self.queue.list():
+            try:
+                outcomes.append(settle(record.id))
+            except MemoryToolError as exc:
+                outcomes.append(exc.to_dict())
+        return outcomes
+
+    # -- history and undo ----------------------------------------------------------------
+
+    def events(self, target: Target | None = None, limit: int | None = None) -> list[MemoryEvent]:
+        if self.history is None:
+            raise MemoryToolError("io", f"change history unavailable: {self.history_error}")
+        return self.history.events(target.value if target else None, limit)
+
+    def undo(self, event_id: int | None = None) -> dict[str, Any]:
+        """Invert a committed change by applying its opposite through the normal write path."""
+        if self.history is None:
+            raise MemoryToolError("io", f"change history unavailable: {self.history_error}")
+        candidates = self.history.undoable()
+        if event_id is not None:
+            candidates = [e for e in candidates if e.id == event_id]
+            if not candidates:
+                raise MemoryToolError(
+                    "not_found", f"event #{event_id} is not a change that can be undone"
+                )
+        if not candidates:
+            raise MemoryToolError("not_found", "nothing to undo")
+        event = candidates[0]
+        before = parse(event.state_before or "")
+        after = parse(event.state_after or "")
+        removed = [e for e in before if e not in after]
+        added = [e for e in after if e not in before]
+        ops: list[Op]
+        if len(removed) == 1 and len(added) == 1:
+            ops = [ReplaceOp(action="replace", old_text=added[0], content=removed[0])]
+        else:
+            ops = [RemoveOp(action="remove", old_text=a) for a in added]
+            ops += [AddOp(action="add", content=r) for r in removed]
+        if not ops:
+            raise MemoryToolError("conflict", f"event #{event.id} changed nothing to undo")
+        target = Target(event.target)
+
+        def unchanged_since(entries: list[str]) -> None:
+            missing = [a for a in added if a not in entries]
+            if missing:
+                raise MemoryToolError(
+                    "conflict",
+                    f"cannot undo #{event.id}: {preview(missing[0])!r} has changed since; "
+                    "edit memory directly instead",
+                )
+
+        outcome = self.store.write(
+            target,
+            ops,
+            action="undo",
+            detail={"undoes": event.id},
+            precondition=unchanged_since,
+        )
+        return self._result(outcome, f"undid #{event.id} ({event.action})", undone=event.id)

@@ -1,0 +1,268 @@
+"""The bounded store: MEMORY.md and USER.md on disk, read and written safely.
+
+Writes take the file's lock, re-read it, apply the operations to what is really on disk, check
+the budget, and replace the file atomically. A hand edit that Cairn could not write back verbatim
+is copied aside first, and any edit made outside Cairn is entered in the history before Cairn's
+own change, so the timeline never skips a state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.config import Config
+from engine.fsutil import atomic_write_text, locked, real_target
+from engine.home import Home
+from engine.memory import threats
+from engine.memory.entries import Target, is_canonical, parse, render, usage
+from engine.memory.errors import MemoryToolError
+from engine.memory.history import History
+from engine.memory.operations import (
+    AddOp,
+    RemoveOp,
+    ReplaceOp,
+    apply_to_entries,
+    check_budget,
+    find_entry,
+)
+
+log = logging.getLogger(__name__)
+
+# Far beyond any budget, small enough that a stray multi-megabyte file is refused, not loaded.
+MAX_FILE_BYTES = 256 * 1024
+
+Op = AddOp | ReplaceOp | RemoveOp
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    target: Target
+    path: Path
+    text: str
+    entries: list[str]
+    limit: int
+
+    @property
+    def chars(self) -> int:
+        return usage(self.entries)
+
+    @property
+    def over_budget(self) -> bool:
+        return self.chars > self.limit
+
+
+@dataclass
+class WriteOutcome:
+    target: Target
+    changed: bool
+    before: MemoryFile
+    entries: list[str]
+    event_id: int | None = None
+    backup: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_memory_text(path: Path) -> str:
+    """The text of a memory file ("" when absent), or a ``file`` error saying what is wrong."""
+    name = path.name
+    try:
+        if path.is_dir():
+            raise MemoryToolError("file", f"{name} is a folder, not a file ({path})")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise MemoryToolError("file", f"{name} cannot be read: {exc.strerror} ({path})") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise MemoryToolError(
+            "file",
+            f"{name} is larger than {MAX_FILE_BYTES // 1024} KiB — far beyond any memory "
+            f"budget, so it was not loaded. Move it aside or trim it ({path})",
+        )
+    if b"\x00" in data:
+        raise MemoryToolError(
+            "file", f"{name} contains NUL bytes at offset {data.index(0)}; fix it ({path})"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryToolError(
+            "file",
+            f"{name} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            f"re-save it as UTF-8 ({path})",
+        ) from exc
+
+
+def _event_entries(ops: list[Op], before: list[str]) -> tuple[str | None, str | None]:
+    if len(ops) != 1:
+        return None, None
+    op = ops[0]
+    if isinstance(op, AddOp):
+        return None, op.content.strip()
+    old = before[find_entry(before, op.old_text)]
+    return old, (op.content.strip() if isinstance(op, ReplaceOp) else None)
+
+
+class MemoryStore:
+    def __init__(self, home: Home, config: Config, history: History | None = None) -> None:
+        self.home = home
+        self.config = config
+        self.history = history
+
+    def path(self, target: Target) -> Path:
+        return self.home.memories_dir / target.filename
+
+    def limit(self, target: Target) -> int:
+        mem = self.config.memory
+        return mem.memory_char_limit if target is Target.MEMORY else mem.user_char_limit
+
+    def enabled(self, target: Target) -> bool:
+        mem = self.config.memory
+        return mem.memory_enabled if target is Target.MEMORY else mem.user_profile_enabled
+
+    def read(self, target: Target) -> MemoryFile:
+        path = self.path(target)
+        text = read_memory_text(path)
+        return MemoryFile(target, path, text, parse(text), self.limit(target))
+
+    def rescan(self, target: Target) -> int | None:
+        """Enter an edit made outside Cairn in the history; the new event's id, if any."""
+        if self.history is None:
+            return None
+        return self._note_external_edit(self.read(target))
+
+    def _note_external_edit(self, current: MemoryFile) -> int | None:
+        assert self.history is not None
+        known = self.history.last_state(current.target.value)
+        state = render(current.entries)
+        if known == state or (known is None and not state):
+            return None
+        return self.history.record(
+            current.target.value,
+            "external_edit",
+            state_before=known,
+            state_after=state,
+            origin="external",
+        )
+
+    def write(
+        self,
+        target: Target,
+        ops: list[Op],
+        *,
+        origin: str = "foreground",
+        session_id: str | None = None,
+        action: str | None = None,
+        pending_id: str | None = None,
+        detail: dict[str, object] | None = None,
+        precondition: Callable[[list[str]], None] | None = None,
+    ) -> WriteOutcome:
+        """Apply ``ops`` to ``target`` as one all-or-nothing change.
+
+        ``precondition`` sees the entries as re-read under the lock and may raise to refuse.
+        """
+        if not self.enabled(target):
+            raise MemoryToolError(
+                "disabled", f"{target.filename} is turned off in config.yaml; nothing written"
+            )
+        for op in ops:
+            if isinstance(op, AddOp | ReplaceOp):
+                verdict = threats.scan(op.content)
+                if verdict.blocked:
+                    raise MemoryToolError(
+                        "blocked",
+                        f"{op.action} refused: the content looks like "
+                        f"{', '.join(verdict.categories)}; nothing was written",
+                        findings=[f.model_dump() for f in verdict.findings],
+                    )
+        path = self.path(target)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = locked(path.with_name(path.name + ".lock"))
+            lock.__enter__()
+        except OSError as exc:
+            raise MemoryToolError(
+                "io", f"cannot lock {target.filename}: {exc.strerror} ({exc.filename or path})"
+            ) from exc
+        try:
+            return self._write_locked(
+                target, ops, origin, session_id, action, pending_id, detail or {}, precondition
+            )
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _write_locked(
+        self,
+        target: Target,
+        ops: list[Op],
+        origin: str,
+        session_id: str | None,
+        action: str | None,
+        pending_id: str | None,
+        detail: dict[str, object],
+        precondition: Callable[[list[str]], None] | None,
+    ) -> WriteOutcome:
+        before = self.read(target)
+        outcome = WriteOutcome(target, False, before, before.entries)
+        if self.history is not None:
+            try:
+                self._note_external_edit(before)
+            except Exception as exc:  # the files are the truth; a broken log must not block
+                log.warning("memory history unavailable: %s", exc)
+                outcome.warnings.append(f"change history not recorded: {exc}")
+        if precondition is not None:
+            precondition(before.entries)
+        after = apply_to_entries(before.entries, ops)
+        check_budget(target, before.entries, after, before.limit, ops)
+        outcome.entries = after
+        if after == before.entries:
+            return outcome
+        if before.text and not is_canonical(before.text):
+            outcome.backup = self._backup(before)
+        new_text = render(after)
+        try:
+            atomic_write_text(before.path, new_text)
+        except OSError as exc:
+            raise MemoryToolError(
+                "io", f"cannot write {target.filename}: {exc.strerror}; nothing was changed"
+            ) from exc
+        outcome.changed = True
+        if self.history is not None and not outcome.warnings:
+            entry_before, entry_after = _event_entries(ops, before.entries)
+            try:
+                outcome.event_id = self.history.record(
+                    target.value,
+                    action or (ops[0].action if len(ops) == 1 else "batch"),
+                    entry_before=entry_before,
+                    entry_after=entry_after,
+                    state_before=render(before.entries),
+                    state_after=new_text,
+                    origin=origin,
+                    session_id=session_id,
+                    pending_id=pending_id,
+                    detail={"operations": [op.model_dump() for op in ops], **detail},
+                )
+            except Exception as exc:
+                log.warning("memory history unavailable: %s", exc)
+                outcome.warnings.append(f"change history not recorded: {exc}")
+        return outcome
+
+    def _backup(self, current: MemoryFile) -> Path:
+        """Keep a verbatim copy of a hand edit that the rewrite would normalise away."""
+        real = real_target(current.path)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.6f}"[1:]
+        backup = real.with_name(f"{real.name}.bak.{stamp}")
+        try:
+            atomic_write_text(backup, current.text)
+        except OSError as exc:
+            raise MemoryToolError(
+                "io",
+                f"{current.path.name} was edited by hand in a form Cairn cannot keep verbatim, "
+                f"and the backup copy could not be written ({exc.strerror}); nothing was changed",
+            ) from exc
+        return backup
