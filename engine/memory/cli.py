@@ -1,0 +1,254 @@
+"""``cairn memory …``: the bounded memory from a terminal or a script.
+
+Every command takes ``--json``; a refused operation exits 1 with the reason, a usage error 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine.memory import threats
+from engine.memory.entries import Target
+from engine.memory.errors import MemoryToolError
+from engine.memory.service import MemoryService, usage_of
+
+TARGETS = [t.value for t in Target]
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    memory = sub.add_parser("memory", parents=[common], help="bounded memory (MEMORY.md, USER.md)")
+    cmds = memory.add_subparsers(dest="memory_command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        parser = cmds.add_parser(name, parents=[common], help=help_text)
+        parser.set_defaults(handler=globals()[f"cmd_{name}"])
+        return parser
+
+    def with_target(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser.add_argument("--target", "-t", choices=TARGETS, default="memory")
+        return parser
+
+    show = command("show", "entries and usage of both files")
+    show.add_argument("--target", "-t", choices=TARGETS)
+    show.add_argument("--prompt", action="store_true", help="print the block the prompt gets")
+    with_target(command("add", "add an entry")).add_argument(
+        "content", nargs="?", help="entry text ('-' or omitted: read stdin)"
+    )
+    replace = with_target(command("replace", "replace the entry containing OLD"))
+    replace.add_argument("old_text")
+    replace.add_argument("content", nargs="?", help="new text ('-' or omitted: read stdin)")
+    with_target(command("remove", "remove the entry containing OLD")).add_argument("old_text")
+    with_target(command("apply", "apply an operations batch, all or nothing")).add_argument(
+        "file", nargs="?", default="-", help="JSON file of operations ('-' = stdin)"
+    )
+    scan = command("scan", "check text with the threat scanner")
+    scan.add_argument("text", nargs="?", help="text to scan ('-' or omitted: read stdin)")
+    scan.add_argument("--jsonl", action="store_true", help="stdin holds one JSON string a line")
+    command("pending", "list writes waiting for approval")
+    command("approve", "apply a staged write").add_argument("id", help="pending id, or 'all'")
+    command("reject", "discard a staged write").add_argument("id", help="pending id, or 'all'")
+    command("approval", "turn write approval on or off").add_argument(
+        "state", nargs="?", choices=["on", "off"]
+    )
+    history = command("history", "the change history, newest first")
+    history.add_argument("--target", "-t", choices=TARGETS)
+    history.add_argument("--limit", "-n", type=int, default=20)
+    command("undo", "undo the newest change, or change ID").add_argument(
+        "event_id", nargs="?", type=int
+    )
+
+
+def _text_arg(value: str | None, what: str) -> str:
+    if value is not None and value != "-":
+        return value
+    if value is None and sys.stdin.isatty():
+        raise MemoryToolError("invalid", f"give the {what} as an argument or on stdin")
+    return sys.stdin.read()
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)
+
+
+def _write(args: argparse.Namespace, operations: Any) -> int:
+    service = args.service_factory()
+    result = service.write(Target(args.target), operations)
+    text = result["message"]
+    for warning in result.get("warnings") or []:
+        text += f"\nwarning: {warning}"
+    _emit(args, result, text)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    service: MemoryService = args.service_factory()
+    if args.prompt:
+        snapshot = service.prompt_snapshot()
+        _emit(args, {"ok": True, "prompt": snapshot}, snapshot or "(memory is empty)")
+        return 0
+    targets = [Target(args.target)] if args.target else list(Target)
+    payload: dict[str, Any] = {"ok": True}
+    lines: list[str] = []
+    for target in targets:
+        current = service.read(target)
+        use = usage_of(target, current.entries, current.limit)
+        payload[target.value] = {**use, "path": str(current.path), "items": current.entries}
+        flag = "  OVER BUDGET" if current.over_budget else ""
+        lines.append(
+            f"{target.filename}  {use['chars']:,}/{use['limit']:,} chars "
+            f"({use['percent']}%), {use['entries']} entries{flag}"
+        )
+        for index, entry in enumerate(current.entries):
+            body = entry.replace("\n", "\n      ")
+            lines.append(f"  [{index}] {body}")
+        lines.append("")
+    pending = len(service.pending())
+    approval = service.config.memory.write_approval
+    payload.update(pending=pending, write_approval=approval)
+    lines.append(f"write approval: {'on' if approval else 'off'}; pending writes: {pending}")
+    _emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    content = _text_arg(args.content, "entry text")
+    return _write(args, [{"action": "add", "content": content}])
+
+
+def cmd_replace(args: argparse.Namespace) -> int:
+    content = _text_arg(args.content, "new text")
+    return _write(args, [{"action": "replace", "old_text": args.old_text, "content": content}])
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    return _write(args, [{"action": "remove", "old_text": args.old_text}])
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    source = "stdin" if args.file == "-" else args.file
+    try:
+        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemoryToolError("invalid", f"cannot read operations from {source}: {exc}") from exc
+    try:
+        operations = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise MemoryToolError(
+            "invalid",
+            f"operations in {source} are not valid JSON: {exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}",
+        ) from exc
+    return _write(args, operations)
+
+
+def _verdict_text(verdict: threats.Verdict) -> str:
+    if not verdict.blocked:
+        return "clean"
+    found = [
+        f"  {f.category} ({f.id}) at {f.start}-{f.end}: {f.excerpt!r}" for f in verdict.findings
+    ]
+    return "blocked\n" + "\n".join(found)
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    if not args.jsonl:
+        verdict = threats.scan(_text_arg(args.text, "text to scan"))
+        _emit(args, verdict.model_dump(), _verdict_text(verdict))
+        return 1 if verdict.blocked else 0
+    failed = False
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        try:
+            text = json.loads(line)
+            if not isinstance(text, str):
+                raise ValueError("expected a JSON string")
+        except ValueError as exc:
+            failed = True
+            print(json.dumps({"line": number, "error": f"not a JSON string: {exc}"}))
+            continue
+        print(json.dumps(threats.scan(text).model_dump(), ensure_ascii=False))
+    return 1 if failed else 0
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    records = args.service_factory().pending()
+    lines = [
+        f"{r.id}  {r.created_at}  {r.origin:<17} {r.payload.get('target', 'memory'):<6} {r.summary}"
+        for r in records
+    ]
+    _emit(
+        args,
+        {"ok": True, "pending": [r.model_dump() for r in records]},
+        "\n".join(lines) or "no pending writes",
+    )
+    return 0
+
+
+def _settle(args: argparse.Namespace, approve: bool) -> int:
+    service: MemoryService = args.service_factory()
+    if args.id != "all":
+        result = service.approve(args.id) if approve else service.reject(args.id)
+        _emit(args, result, result["message"])
+        return 0
+    outcomes = service.settle_all(approve)
+    failed = [o for o in outcomes if not o.get("ok")]
+    lines = [("ok: " if o.get("ok") else "failed: ") + o["message"] for o in outcomes]
+    _emit(
+        args,
+        {"ok": not failed, "results": outcomes},
+        "\n".join(lines) or "no pending writes",
+    )
+    return 1 if failed else 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    return _settle(args, approve=True)
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    return _settle(args, approve=False)
+
+
+def cmd_approval(args: argparse.Namespace) -> int:
+    service: MemoryService = args.service_factory()
+    if args.state is None:
+        on = service.config.memory.write_approval
+        _emit(args, {"ok": True, "write_approval": on}, f"write approval: {'on' if on else 'off'}")
+        return 0
+    result = service.set_approval(args.state == "on")
+    _emit(args, result, result["message"])
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    target = Target(args.target) if args.target else None
+    events = args.service_factory().events(target, args.limit)
+    lines = []
+    for event in events:
+        when = datetime.fromtimestamp(event.at).strftime("%Y-%m-%d %H:%M:%S")
+        what = event.entry_after or event.entry_before or event.detail.get("summary") or ""
+        lines.append(
+            f"#{event.id:<5} {when}  {event.target:<6} {event.action:<13} {event.origin:<17} "
+            f"{' '.join(str(what).split())[:60]}"
+        )
+    _emit(
+        args,
+        {"ok": True, "events": [e.model_dump() for e in events]},
+        "\n".join(lines) or "no recorded changes",
+    )
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    result = args.service_factory().undo(args.event_id)
+    _emit(args, result, result["message"])
+    return 0
