@@ -1,0 +1,23 @@
+"""``cairn`` / ``cairn gui`` / ``python -m app``: open the desktop window."""
+
+from __future__ import annotations
+
+import sys
+
+from engine.home import Home, resolve_home
+
+
+def run(home: Home | None = None) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from app.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    app.setApplicationName("Cairn")
+    window = MainWindow(home or resolve_home())
+    window.show()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(run())
