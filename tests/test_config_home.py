@@ -102,6 +102,6 @@ def test_update_keeps_every_unknown_key(tmp_path: Path) -> None:
 def test_invalid_update_leaves_file_byte_identical(tmp_path: Path) -> None:
     home = Home(tmp_path)
     home.config_file.write_text(HERMES_CONFIG)
-    with pytest.raises(ConfigError, match="memory.user_char_limit"):
+    with pytest.raises(ConfigError, match=r"memory\.user_char_limit"):
         update_config(home, {"memory": {"user_char_limit": -5}})
     assert home.config_file.read_text() == HERMES_CONFIG
