@@ -62,7 +62,7 @@ class PendingQueue:
                 action=action,
                 summary=summary,
                 origin=origin,
-                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
                 payload=payload,
                 session_id=session_id,
             )

@@ -90,6 +90,7 @@ def _write(args: argparse.Namespace, operations: Any) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     service: MemoryService = args.service_factory()
+    service.rescan()
     if args.prompt:
         snapshot = service.prompt_snapshot()
         _emit(args, {"ok": True, "prompt": snapshot}, snapshot or "(memory is empty)")
@@ -231,7 +232,9 @@ def cmd_approval(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     target = Target(args.target) if args.target else None
-    events = args.service_factory().events(target, args.limit)
+    service: MemoryService = args.service_factory()
+    service.rescan()  # so an edit made outside Cairn shows up before it is asked about
+    events = service.events(target, args.limit)
     lines = []
     for event in events:
         when = datetime.fromtimestamp(event.at).strftime("%Y-%m-%d %H:%M:%S")

@@ -27,7 +27,7 @@ from engine.memory.operations import (
     parse_operations,
     preview,
 )
-from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome
+from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refuse_blocked
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,17 @@ class MemoryService:
         return self.store.read(target)
 
     def rescan(self) -> list[int]:
-        """Note edits made outside Cairn in the history; the ids of the events recorded."""
-        ids = [self.store.rescan(target) for target in Target]
+        """Note edits made outside Cairn in the history; the ids of the events recorded.
+
+        Unreadable files and an unavailable history are skipped (they are reported where the
+        files are read or written).
+        """
+        ids = []
+        for target in Target:
+            try:
+                ids.append(self.store.note_external_edit(self.store.read(target)))
+            except Exception as exc:
+                log.warning("could not check %s for external edits: %s", target.filename, exc)
         return [i for i in ids if i is not None]
 
     def prompt_snapshot(self) -> str:
@@ -91,14 +100,14 @@ class MemoryService:
             if not self.store.enabled(target):
                 continue
             try:
-                self.store.rescan(target)
-            except Exception as exc:
-                log.warning("could not check %s for external edits: %s", target.filename, exc)
-            try:
                 current = self.store.read(target)
             except MemoryToolError as exc:
                 blocks.append(f"[{target.filename} could not be loaded: {exc.message}]")
                 continue
+            try:
+                self.store.note_external_edit(current)
+            except Exception as exc:
+                log.warning("could not record an external edit of %s: %s", target.filename, exc)
             shown = []
             for entry in current.entries:
                 verdict = threats.scan(entry)
@@ -130,14 +139,7 @@ class MemoryService:
     ) -> dict[str, Any]:
         # Refuse now what could never be approved (poison, malformed, no match, overflow), so
         # the model hears about it in the same turn instead of leaving dead records behind.
-        for op in ops:
-            if isinstance(op, AddOp | ReplaceOp) and threats.scan(op.content).blocked:
-                verdict = threats.scan(op.content)
-                raise MemoryToolError(
-                    "blocked",
-                    f"{op.action} refused: the content looks like "
-                    f"{', '.join(verdict.categories)}; nothing was staged",
-                )
+        refuse_blocked(ops, "staged")
         current = self.store.read(target)
         after = apply_to_entries(current.entries, ops)
         check_budget(target, current.entries, after, current.limit, ops)

@@ -8,6 +8,7 @@ own change, so the timeline never skips a state.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -98,6 +99,20 @@ def read_memory_text(path: Path) -> str:
         ) from exc
 
 
+def refuse_blocked(ops: list[Op], what: str) -> None:
+    """Raise ``blocked`` if any text an operation would store fails the threat scan."""
+    for op in ops:
+        if isinstance(op, AddOp | ReplaceOp):
+            verdict = threats.scan(op.content)
+            if verdict.blocked:
+                raise MemoryToolError(
+                    "blocked",
+                    f"{op.action} refused: the content looks like "
+                    f"{', '.join(verdict.categories)}; nothing was {what}",
+                    findings=[f.model_dump() for f in verdict.findings],
+                )
+
+
 def _event_entries(ops: list[Op], before: list[str]) -> tuple[str | None, str | None]:
     if len(ops) != 1:
         return None, None
@@ -130,14 +145,11 @@ class MemoryStore:
         text = read_memory_text(path)
         return MemoryFile(target, path, text, parse(text), self.limit(target))
 
-    def rescan(self, target: Target) -> int | None:
-        """Enter an edit made outside Cairn in the history; the new event's id, if any."""
+    def note_external_edit(self, current: MemoryFile) -> int | None:
+        """Enter ``current`` in the history if it differs from the last state Cairn recorded
+        (an editor, another tool or a second Cairn changed the file); the new event's id."""
         if self.history is None:
             return None
-        return self._note_external_edit(self.read(target))
-
-    def _note_external_edit(self, current: MemoryFile) -> int | None:
-        assert self.history is not None
         known = self.history.last_state(current.target.value)
         state = render(current.entries)
         if known == state or (known is None and not state):
@@ -170,31 +182,21 @@ class MemoryStore:
             raise MemoryToolError(
                 "disabled", f"{target.filename} is turned off in config.yaml; nothing written"
             )
-        for op in ops:
-            if isinstance(op, AddOp | ReplaceOp):
-                verdict = threats.scan(op.content)
-                if verdict.blocked:
-                    raise MemoryToolError(
-                        "blocked",
-                        f"{op.action} refused: the content looks like "
-                        f"{', '.join(verdict.categories)}; nothing was written",
-                        findings=[f.model_dump() for f in verdict.findings],
-                    )
+        refuse_blocked(ops, "written")
         path = self.path(target)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            lock = locked(path.with_name(path.name + ".lock"))
-            lock.__enter__()
-        except OSError as exc:
-            raise MemoryToolError(
-                "io", f"cannot lock {target.filename}: {exc.strerror} ({exc.filename or path})"
-            ) from exc
-        try:
+        with contextlib.ExitStack() as stack:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                stack.enter_context(locked(path.with_name(path.name + ".lock")))
+            except OSError as exc:
+                raise MemoryToolError(
+                    "io",
+                    f"cannot lock {target.filename}: {exc.strerror} ({exc.filename or path}); "
+                    "nothing was written",
+                ) from exc
             return self._write_locked(
                 target, ops, origin, session_id, action, pending_id, detail or {}, precondition
             )
-        finally:
-            lock.__exit__(None, None, None)
 
     def _write_locked(
         self,
@@ -211,7 +213,7 @@ class MemoryStore:
         outcome = WriteOutcome(target, False, before, before.entries)
         if self.history is not None:
             try:
-                self._note_external_edit(before)
+                self.note_external_edit(before)
             except Exception as exc:  # the files are the truth; a broken log must not block
                 log.warning("memory history unavailable: %s", exc)
                 outcome.warnings.append(f"change history not recorded: {exc}")

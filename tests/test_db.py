@@ -1,0 +1,55 @@
+"""Cairn's database never alters another program's state.db, and a broken one never blocks
+memory: the files are the source of truth."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.config import Config
+from engine.db import database_path, open_engine
+from engine.home import Home
+from engine.memory.entries import Target
+from engine.memory.service import MemoryService
+
+
+def _hermes_state_db(home: Home) -> bytes:
+    home.root.mkdir(parents=True)
+    with sqlite3.connect(home.state_db) as conn:
+        conn.executescript(
+            "CREATE TABLE schema_version (version INTEGER);"
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT);"
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, content TEXT);"
+            "INSERT INTO sessions VALUES ('s1', 'cli');"
+        )
+    conn.close()
+    return home.state_db.read_bytes()
+
+
+def test_fresh_home_uses_state_db(home: Home) -> None:
+    assert database_path(home) == home.state_db
+    open_engine(home)
+    assert database_path(home) == home.state_db  # now marked as Cairn's
+
+
+def test_another_programs_state_db_is_left_alone(home: Home) -> None:
+    original = _hermes_state_db(home)
+    assert database_path(home) == home.own_db
+    service = MemoryService(home, Config())
+    service.write(Target.MEMORY, [{"action": "add", "content": "shared home fact"}])
+    assert home.state_db.read_bytes() == original
+    assert [e.action for e in service.events()] == ["add"]
+    assert home.own_db.exists()
+
+
+def test_corrupt_database_does_not_block_memory(home: Home) -> None:
+    """Tried: state.db full of garbage bytes. Memory writes still succeed and say the history
+    was not recorded; the garbage file is not touched."""
+    home.root.mkdir(parents=True)
+    garbage = b"this is not sqlite" * 100
+    home.state_db.write_bytes(garbage)
+    service = MemoryService(home, Config())
+    result = service.write(Target.MEMORY, [{"action": "add", "content": "still saved"}])
+    assert result["status"] == "applied"
+    assert any("history not recorded" in w for w in result["warnings"])
+    assert service.read(Target.MEMORY).entries == ["still saved"]
+    assert home.state_db.read_bytes() == garbage
