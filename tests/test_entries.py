@@ -36,7 +36,10 @@ def test_parse_accepts_crlf_files() -> None:
 
 
 def test_header_thousands_and_floored_percent() -> None:
-    assert header(Target.MEMORY, 1474, 2200) == "MEMORY (your personal notes) [67% — 1,474/2,200 chars]"
+    assert (
+        header(Target.MEMORY, 1474, 2200)
+        == "MEMORY (your personal notes) [67% — 1,474/2,200 chars]"
+    )
     assert header(Target.USER, 1374, 1375).startswith(
         "USER PROFILE (who the user is) [99% — 1,374/1,375 chars]"
     )
