@@ -53,3 +53,28 @@ def test_corrupt_database_does_not_block_memory(home: Home) -> None:
     assert any("history not recorded" in w for w in result["warnings"])
     assert service.read(Target.MEMORY).entries == ["still saved"]
     assert home.state_db.read_bytes() == garbage
+
+
+def test_schema_head_matches_the_migrations() -> None:
+    from alembic.config import Config as AlembicConfig
+    from alembic.script import ScriptDirectory
+
+    from engine.db import SCHEMA_HEAD
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", "engine:migrations")
+    assert ScriptDirectory.from_config(config).get_current_head() == SCHEMA_HEAD
+
+
+def test_migrations_build_exactly_the_declared_schema(home: Home) -> None:
+    """Autogenerate finds no difference between the migrated database and the models."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from engine.db import Base
+    from engine.memory.history import MemoryEventRow
+
+    assert MemoryEventRow.__table__.metadata is Base.metadata
+    with open_engine(home).connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
