@@ -22,7 +22,7 @@ APP_MARKER = "cairn"
 BUSY_TIMEOUT_MS = 5000
 # The newest Alembic revision in engine/migrations/versions; a test keeps the two in step, so
 # an up-to-date database is recognised without importing Alembic (≈0.4 s) on every start.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 
 
 class Base(DeclarativeBase):
@@ -63,6 +63,8 @@ def database_path(home: Home) -> Path:
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
+    dbapi_conn.isolation_level = None
     cursor = dbapi_conn.cursor()
     # busy_timeout first: switching to WAL itself needs the lock another process may hold.
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -70,6 +72,13 @@ def _on_connect(dbapi_conn: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+
+
+def _on_begin(conn: Any) -> None:
+    # Writers ask for IMMEDIATE so they queue on the write lock at BEGIN (where busy_timeout
+    # applies) instead of failing mid-transaction when a read lock cannot be upgraded.
+    immediate = conn.get_execution_options().get("sqlite_immediate", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 _engines: dict[Path, Engine] = {}
@@ -85,6 +94,7 @@ def open_engine(home: Home) -> Engine:
         if engine is None:
             engine = create_engine(f"sqlite:///{path}")
             event.listen(engine, "connect", _on_connect)
+            event.listen(engine, "begin", _on_begin)
             if _revision(engine) != SCHEMA_HEAD:
                 # Several processes may open a new home at once; one migrates, the rest wait.
                 with locked(path.with_name(path.name + ".migrate.lock")):

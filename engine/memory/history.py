@@ -73,6 +73,7 @@ class MemoryEvent(BaseModel):
 class History:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._writer = engine.execution_options(sqlite_immediate=True)
 
     def record(
         self,
@@ -101,7 +102,7 @@ class History:
             pending_id=pending_id,
             detail=json.dumps(detail, ensure_ascii=False) if detail else None,
         )
-        with Session(self._engine) as session, session.begin():
+        with Session(self._writer) as session, session.begin():
             session.add(row)
             session.flush()
             return row.id

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from alembic import context
 
-import engine.memory.history  # noqa: F401  (registers its tables on the metadata)
+# Importing the model modules registers their tables on the shared metadata.
+import engine.memory.history
+import engine.sessions.models
 from engine.db import Base
+
+assert engine.memory.history.MemoryEventRow.__table__.metadata is Base.metadata
+assert engine.sessions.models.MessageRow.__table__.metadata is Base.metadata
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)

@@ -1,0 +1,1 @@
+"""Layer 2: every session stored whole, with full-text search over real messages."""

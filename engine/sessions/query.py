@@ -1,0 +1,108 @@
+"""Turn anything a user can type into safe full-text queries.
+
+User text is never passed to FTS syntax as is: it is split into terms, each term becomes a
+quoted phrase of its word parts (so `v2.14.3`, `me@example.com`, `src/app.py` or `snake_case`
+match as the sequence of their parts), and the operators are ours. A lone quote, parentheses,
+`AND`/`OR`/`NOT`, `*`, `-`, emoji or 2,000 characters of noise therefore cannot raise a syntax
+error.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+MAX_TERMS = 32
+# unicode61 splits on everything that is not a letter or digit, underscore included.
+_WORD = re.compile(r"[^\W_]+")
+_CHUNK = re.compile(r'"([^"]*)"|(\S+)')
+_OPERATORS = {"AND", "OR", "NOT", "NEAR"}
+
+
+def _is_cjk(ch: str) -> bool:
+    name = unicodedata.name(ch, "")
+    return name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL")) or "IDEOGRAPH" in name
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]  # word parts, matched as a phrase
+    raw: str  # the text as typed, for substring (trigram) search
+    prefix: bool = False
+
+    def fts(self) -> str:
+        phrase = '"' + " ".join(self.words) + '"'
+        return phrase + "*" if self.prefix else phrase
+
+
+@dataclass(frozen=True)
+class Query:
+    terms: tuple[Term, ...]
+    excluded: tuple[Term, ...] = ()
+    cjk: bool = False
+    phrases: tuple[Term, ...] = field(default=())  # quoted by the user
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms
+
+    def _tail(self) -> str:
+        if not self.excluded:
+            return ""
+        return " NOT (" + " OR ".join(t.fts() for t in self.excluded) + ")"
+
+    def all_of(self) -> str:
+        return " AND ".join(t.fts() for t in self.terms) + self._tail()
+
+    def any_of(self) -> str:
+        return "(" + " OR ".join(t.fts() for t in self.terms) + ")" + self._tail()
+
+    def as_phrase(self) -> str | None:
+        """All terms as one phrase, the most precise form; None when it would add nothing."""
+        if len(self.terms) < 2 or any(t.prefix for t in self.terms):
+            return None
+        words = [w for t in self.terms for w in t.words]
+        return '"' + " ".join(words) + '"' + self._tail()
+
+    def substrings(self) -> list[str]:
+        """Terms for the trigram index (three characters or more), as quoted strings."""
+        out = []
+        for term in self.terms:
+            text = term.raw.replace('"', "")
+            if len(text) >= 3:
+                out.append('"' + text + '"')
+        return out
+
+
+def parse_query(text: str) -> Query:
+    if not isinstance(text, str):
+        raise TypeError("query must be text")
+    terms: list[Term] = []
+    excluded: list[Term] = []
+    phrases: list[Term] = []
+    negate_next = False
+    for match in _CHUNK.finditer(unicodedata.normalize("NFKC", text)):
+        quoted, bare = match.group(1), match.group(2)
+        chunk = quoted if quoted is not None else bare
+        if bare is not None and bare in _OPERATORS:
+            negate_next = bare == "NOT"
+            continue
+        negate = negate_next or (bare is not None and bare.startswith("-") and len(bare) > 1)
+        negate_next = False
+        prefix = bare is not None and bare.endswith("*")
+        raw = chunk.strip("-*()") if bare is not None else chunk
+        words = tuple(w.lower() for w in _WORD.findall(raw))
+        if not words:
+            continue
+        term = Term(words=words, raw=raw, prefix=prefix and len(words) == 1)
+        if negate:
+            excluded.append(term)
+        else:
+            terms.append(term)
+            if quoted is not None:
+                phrases.append(term)
+        if len(terms) + len(excluded) >= MAX_TERMS:
+            break
+    cjk = any(_is_cjk(ch) for ch in text[:4096])
+    return Query(tuple(terms), tuple(excluded), cjk, tuple(phrases))
