@@ -15,12 +15,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from engine.sessions.fts_sqlite import Filters, Hit, SqliteFullText
+from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit, full_text_for
 from engine.sessions.query import Query, parse_query
 from engine.sessions.store import Message, SessionInfo, SessionStore
 
 Mode = Literal["discover", "scroll", "read", "browse"]
-Order = Literal["relevance", "newest", "oldest"]
 
 DEFAULT_LIMIT, MAX_LIMIT = 3, 10
 DEFAULT_WINDOW, MAX_WINDOW = 5, 20
@@ -134,7 +133,7 @@ class SessionSearch:
         source: str | list[str] | None = None,
         since: Any = None,
         until: Any = None,
-        order: Order = "relevance",
+        order: Literal["relevance", "newest", "oldest"] = "relevance",
         current_session_id: str | None = None,
         window: int | None = None,
     ) -> dict[str, Any]:
@@ -149,8 +148,8 @@ class SessionSearch:
             result["note"] = "the query has no searchable words"
             return result
         with self.store.engine.connect() as conn:
-            fts = SqliteFullText(conn)
-            hits, match, table, form = self._candidates(fts, parsed, filters, limit, order)
+            fts = full_text_for(conn)
+            hits, form = self._candidates(fts, parsed, filters, limit, order)
             chosen: list[Hit] = []
             roots: set[str] = set()
             for hit in hits:
@@ -160,40 +159,23 @@ class SessionSearch:
                 chosen.append(hit)
                 if len(chosen) == limit:
                     break
-            snippets = {h.message_id: fts.snippet(h.message_id, match, table) for h in chosen}
+            snippets = {h.message_id: fts.snippet(h.message_id, parsed, form) for h in chosen}
         result["matched_as"] = form
         for hit in chosen:
             result["results"].append(self._card(hit, snippets.get(hit.message_id), window))
         return result
 
+    @staticmethod
     def _candidates(
-        self, fts: SqliteFullText, query: Query, filters: Filters, limit: int, order: Order
-    ) -> tuple[list[Hit], str, str, str]:
-        """Try the precise forms first: the whole query as a phrase, then all terms, then
-        any term, then substrings (trigram index, also the path for CJK)."""
+        fts: FullText, query: Query, filters: Filters, limit: int, order: Any
+    ) -> tuple[list[Hit], Form]:
+        """The hits of the most precise form of the query that has any."""
         want = limit * HITS_PER_SESSION
-        forms: list[tuple[str, str | None, str]] = []
-        if not query.cjk:
-            forms += [
-                ("phrase", query.as_phrase(), "messages_fts"),
-                ("all", query.all_of(), "messages_fts"),
-                ("any", query.any_of() if len(query.terms) > 1 else None, "messages_fts"),
-            ]
-        substrings = query.substrings()
-        if substrings:
-            forms.append(("substring", " AND ".join(substrings), "messages_trigram"))
-        last: tuple[list[Hit], str, str, str] = ([], "", "messages_fts", "none")
-        for form, match, table in forms:
-            if match is None:
-                continue
-            estimate = fts.estimate(query, form) if table == "messages_fts" else fts.max_id()
-            if estimate == 0:
-                continue
-            hits = fts.hits(match, estimate, filters, want, order, table)
+        for form in FORMS:
+            hits = fts.hits(query, form, filters, want, order)
             if hits:
-                return hits, match, table, form
-            last = (hits, match, table, form)
-        return last
+                return hits, form
+        return [], "substring"
 
     def _card(self, hit: Hit, snippet: str | None, window: int) -> dict[str, Any]:
         info = self.store.get_session(hit.session_id)

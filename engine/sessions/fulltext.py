@@ -1,0 +1,76 @@
+"""What session_search needs from a database's full-text engine, whichever it is.
+
+A query is tried in forms from the most precise down: the whole query as a phrase, all terms,
+any term, then substrings (also the path for CJK). A backend answers one form at a time, with
+the cost of each answer bounded, and returns ``None`` for a form it cannot express.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from sqlalchemy import Connection
+
+from engine.sessions.query import Query
+
+Form = Literal["phrase", "all", "any", "substring"]
+FORMS: tuple[Form, ...] = ("phrase", "all", "any", "substring")
+Order = Literal["relevance", "newest", "oldest"]
+
+
+@dataclass(frozen=True)
+class Filters:
+    roles: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    exclude_root: str | None = None
+
+    def sql(self) -> tuple[str, dict[str, object]]:
+        """Extra ``AND …`` conditions on ``m`` (messages) and ``s`` (sessions), with params."""
+        clauses, params = [], {}
+        if self.roles:
+            names = [f"role{i}" for i in range(len(self.roles))]
+            clauses.append(f"m.role IN ({', '.join(':' + n for n in names)})")
+            params.update(zip(names, self.roles, strict=True))
+        if self.sources:
+            names = [f"source{i}" for i in range(len(self.sources))]
+            clauses.append(f"s.source IN ({', '.join(':' + n for n in names)})")
+            params.update(zip(names, self.sources, strict=True))
+        if self.since is not None:
+            clauses.append("m.timestamp >= :since")
+            params["since"] = self.since
+        if self.until is not None:
+            clauses.append("m.timestamp <= :until")
+            params["until"] = self.until
+        if self.exclude_root is not None:
+            clauses.append("s.root_session_id != :exclude_root")
+            params["exclude_root"] = self.exclude_root
+        return "".join(f" AND {c}" for c in clauses), params
+
+
+@dataclass(frozen=True)
+class Hit:
+    message_id: int
+    session_id: str
+    root_session_id: str
+    score: float
+
+
+class FullText(Protocol):
+    def hits(
+        self, query: Query, form: Form, filters: Filters, limit: int, order: Order
+    ) -> list[Hit] | None: ...
+
+    def snippet(self, message_id: int, query: Query, form: Form) -> str | None: ...
+
+
+def full_text_for(conn: Connection) -> FullText:
+    if conn.dialect.name == "postgresql":
+        from engine.sessions.fts_postgres import PostgresFullText
+
+        return PostgresFullText(conn)
+    from engine.sessions.fts_sqlite import SqliteFullText
+
+    return SqliteFullText(conn)
