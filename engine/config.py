@@ -54,8 +54,22 @@ class CompressionConfig(_Section):
     threshold: float = Field(default=0.5, gt=0.0, le=1.0)
 
 
+class DatabaseConfig(_Section):
+    # None: the embedded SQLite database in the home. A PostgreSQL URL
+    # (postgresql+psycopg://user@host/db) shares sessions between machines.
+    url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _supported(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql", "sqlite")):
+            raise ValueError("use a postgresql+psycopg:// or sqlite:/// URL")
+        return value
+
+
 class Config(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     display: DisplayConfig = Field(default_factory=DisplayConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
 

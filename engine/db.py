@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, String, create_engine, event, select, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from engine.fsutil import locked
@@ -81,34 +82,62 @@ def _on_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-_engines: dict[Path, Engine] = {}
+_engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+_MIGRATION_LOCK_KEY = 0x636169726E  # "cairn": one advisory lock id for migrations
 
 
-def open_engine(home: Home) -> Engine:
-    """The (process-wide, cached) engine for ``home``'s database, tables created on first use."""
+def open_engine(home: Home, url: str | None = None) -> Engine:
+    """The (process-wide, cached) engine for ``home``'s database — or for ``url`` (a shared
+    PostgreSQL server) — migrated to the newest schema on first use."""
+    if url is not None and not url.startswith("sqlite"):
+        return _cached(url, lambda: create_engine(url, pool_pre_ping=True), _migrate_server)
     home.root.mkdir(parents=True, exist_ok=True)
     path = database_path(home)
-    with _engines_lock:
-        engine = _engines.get(path)
-        if engine is None:
-            engine = create_engine(f"sqlite:///{path}")
-            event.listen(engine, "connect", _on_connect)
-            event.listen(engine, "begin", _on_begin)
-            if _revision(engine) != SCHEMA_HEAD:
-                # Several processes may open a new home at once; one migrates, the rest wait.
-                with locked(path.with_name(path.name + ".migrate.lock")):
-                    if _revision(engine) != SCHEMA_HEAD:
-                        upgrade(engine)
-            _engines[path] = engine
+
+    def make() -> Engine:
+        engine = create_engine(f"sqlite:///{path}")
+        event.listen(engine, "connect", _on_connect)
+        event.listen(engine, "begin", _on_begin)
         return engine
+
+    def migrate(engine: Engine) -> None:
+        # Several processes may open a new home at once; one migrates, the rest wait.
+        with locked(path.with_name(path.name + ".migrate.lock")):
+            if _revision(engine) != SCHEMA_HEAD:
+                upgrade(engine)
+
+    return _cached(str(path), make, migrate)
+
+
+def _cached(key: str, make: Callable[[], Engine], migrate: Callable[[Engine], None]) -> Engine:
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = make()
+            if _revision(engine) != SCHEMA_HEAD:
+                migrate(engine)
+            _engines[key] = engine
+        return engine
+
+
+def _migrate_server(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+        conn.commit()
+        try:
+            if _revision(engine) != SCHEMA_HEAD:
+                upgrade(engine)
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+            conn.commit()
 
 
 def _revision(engine: Engine) -> str | None:
     try:
         with engine.connect() as conn:
             return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    except OperationalError:
+    except DBAPIError:  # no such table yet
         return None
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
-from engine.config import Config, MemoryConfig  # noqa: E402
-from engine.db import dispose_engines  # noqa: E402
-from engine.home import Home  # noqa: E402
-from engine.memory.service import MemoryService  # noqa: E402
+from engine.config import Config, DatabaseConfig, MemoryConfig
+from engine.db import dispose_engines
+from engine.home import Home
+from engine.memory.service import MemoryService
+from engine.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,6 +31,35 @@ def _fresh_engines() -> object:
 @pytest.fixture
 def home(tmp_path: Path) -> Home:
     return Home(tmp_path / "home")
+
+
+PG_URL_ENV = "CAIRN_TEST_PG_URL"  # e.g. postgresql+psycopg://cairn:cairn@127.0.0.1/cairn_test
+PG_REQUIRED_ENV = "CAIRN_TEST_PG_REQUIRED"  # CI sets it: a missing server fails, not skips
+
+
+def _reset_postgres(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, home: Home) -> SessionStore:
+    """A session store on each backend: the embedded SQLite file, and a real PostgreSQL
+    server (emptied first) when one is configured."""
+    if request.param == "sqlite":
+        return SessionStore.open(home, Config())
+    url = os.environ.get(PG_URL_ENV)
+    if not url:
+        if os.environ.get(PG_REQUIRED_ENV):
+            pytest.fail(f"{PG_REQUIRED_ENV} is set but {PG_URL_ENV} is not")
+        pytest.skip(f"no PostgreSQL server: set {PG_URL_ENV} to run these tests on it")
+    _reset_postgres(url)
+    return SessionStore.open(home, Config(database=DatabaseConfig(url=url)))
 
 
 @pytest.fixture

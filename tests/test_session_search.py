@@ -6,14 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.home import Home
 from engine.sessions.search import SearchError, SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
-
-
-@pytest.fixture
-def store(home: Home) -> SessionStore:
-    return SessionStore.open(home)
 
 
 @pytest.fixture

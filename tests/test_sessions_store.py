@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.home import Home
 from engine.sessions.store import NewMessage, SessionStore, SessionStoreError
-
-
-@pytest.fixture
-def store(home: Home) -> SessionStore:
-    return SessionStore.open(home)
 
 
 def test_messages_are_stored_whole_and_in_order(store: SessionStore) -> None:
@@ -82,3 +76,12 @@ def test_list_newest_first_with_source_filter(store: SessionStore) -> None:
     assert [s.id for s in store.list_sessions()] == ["s2", "s1", "s0"]
     assert [s.id for s in store.list_sessions(source="cli")] == ["s2", "s0"]
     assert store.count_sessions() == 3
+
+
+def test_nul_characters_are_stored_as_replacement_characters(store: SessionStore) -> None:
+    """Tried: NUL inside a title and a message (PostgreSQL rejects NUL in text)."""
+    session = store.create_session(title="a\x00b")
+    store.add_message(session.id, "user", "before\x00after")
+    assert store.messages(session.id)[0].content == "before\ufffdafter"
+    info = store.get_session(session.id)
+    assert info is not None and info.title == "a\ufffdb"

@@ -17,6 +17,7 @@ MAX_TERMS = 32
 # unicode61 splits on everything that is not a letter or digit, underscore included.
 _WORD = re.compile(r"[^\W_]+")
 _CHUNK = re.compile(r'"([^"]*)"|(\S+)')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _OPERATORS = {"AND", "OR", "NOT", "NEAR"}
 
 
@@ -82,7 +83,9 @@ def parse_query(text: str) -> Query:
     excluded: list[Term] = []
     phrases: list[Term] = []
     negate_next = False
-    for match in _CHUNK.finditer(unicodedata.normalize("NFKC", text)):
+    # Control characters carry no searchable meaning (and PostgreSQL refuses NUL outright).
+    clean = _CONTROL.sub(" ", unicodedata.normalize("NFKC", text))
+    for match in _CHUNK.finditer(clean):
         quoted, bare = match.group(1), match.group(2)
         chunk = quoted if quoted is not None else bare
         if bare is not None and bare in _OPERATORS:

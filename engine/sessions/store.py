@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
+from engine.config import Config, load_config
 from engine.db import open_engine
 from engine.home import Home
 from engine.sessions.models import MessageRow, SessionRow
@@ -75,6 +76,12 @@ class NewMessage(BaseModel):
     token_count: int | None = None
 
 
+def storable(value: str | None) -> str | None:
+    """PostgreSQL cannot store NUL in text; both backends store U+FFFD instead, so they hold
+    the same transcript."""
+    return value.replace("\x00", "\ufffd") if value else value
+
+
 def _message(row: Any) -> Message:
     data = dict(row._mapping)
     data["tool_calls"] = json.loads(data["tool_calls"]) if data["tool_calls"] else None
@@ -91,8 +98,11 @@ class SessionStore:
         self._writer = engine.execution_options(sqlite_immediate=True)
 
     @classmethod
-    def open(cls, home: Home) -> SessionStore:
-        return cls(open_engine(home))
+    def open(cls, home: Home, config: Config | None = None) -> SessionStore:
+        """The store ``home`` is configured for: its embedded SQLite database, or the server
+        named by ``database.url``."""
+        config = config if config is not None else load_config(home)
+        return cls(open_engine(home, config.database.url))
 
     # -- writing ---------------------------------------------------------------------
 
@@ -134,9 +144,9 @@ class SessionStore:
                 "id": sid,
                 "source": source,
                 "platform": platform,
-                "title": title,
+                "title": storable(title),
                 "model": model,
-                "system_prompt": system_prompt,
+                "system_prompt": storable(system_prompt),
                 "parent_session_id": parent_session_id,
                 "root_session_id": root,
                 "started_at": time.time() if started_at is None else started_at,
@@ -182,7 +192,7 @@ class SessionStore:
                 insert(messages_t).values(
                     session_id=session_id,
                     role=message.role,
-                    content=message.content,
+                    content=storable(message.content),
                     tool_call_id=message.tool_call_id,
                     tool_calls=json.dumps(message.tool_calls) if message.tool_calls else None,
                     tool_name=message.tool_name,

@@ -48,6 +48,17 @@ SQLITE_FTS = [
     END""",
 ]
 
+# PostgreSQL: a generated tsvector with a GIN index for words (its parser keeps URLs, e-mail
+# addresses, versions and paths whole), and a trigram index for substrings and CJK.
+POSTGRES_FTS = [
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    """ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple', coalesce(content, '') || ' ' || coalesce(tool_name, '') || ' '
+            || coalesce(tool_calls, ''))) STORED""",
+    "CREATE INDEX ix_messages_search ON messages USING gin (search)",
+    "CREATE INDEX ix_messages_content_trgm ON messages USING gin (content gin_trgm_ops)",
+]
+
 
 def upgrade() -> None:
     op.create_table(
@@ -93,9 +104,9 @@ def upgrade() -> None:
         sa.Column("token_count", sa.Integer),
     )
     op.create_index("ix_messages_session_id", "messages", ["session_id", "id"])
-    if op.get_bind().dialect.name == "sqlite":
-        for statement in SQLITE_FTS:
-            op.execute(statement)
+    dialect = op.get_bind().dialect.name
+    for statement in {"sqlite": SQLITE_FTS, "postgresql": POSTGRES_FTS}.get(dialect, []):
+        op.execute(statement)
 
 
 def downgrade() -> None:
