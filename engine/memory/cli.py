@@ -63,12 +63,26 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     )
 
 
+def _read_stdin(what: str) -> str:
+    # Bytes, decoded strictly: in UTF-8 mode (C/POSIX locales) Python would otherwise turn
+    # invalid bytes into lone surrogates that fail much later, far from the cause.
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryToolError(
+            "invalid",
+            f"the {what} on stdin is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start})",
+        ) from exc
+
+
 def _text_arg(value: str | None, what: str) -> str:
     if value is not None and value != "-":
         return value
     if value is None and sys.stdin.isatty():
         raise MemoryToolError("invalid", f"give the {what} as an argument or on stdin")
-    return sys.stdin.read()
+    return _read_stdin(what)
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -136,7 +150,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     source = "stdin" if args.file == "-" else args.file
     try:
-        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+        raw = _read_stdin("operations") if args.file == "-" else Path(args.file).read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MemoryToolError("invalid", f"cannot read operations from {source}: {exc}") from exc
     try:
@@ -165,18 +179,18 @@ def cmd_scan(args: argparse.Namespace) -> int:
         _emit(args, verdict.model_dump(), _verdict_text(verdict))
         return 1 if verdict.blocked else 0
     failed = False
-    for number, line in enumerate(sys.stdin, start=1):
-        if not line.strip():
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        if not raw.strip():
             continue
         try:
-            text = json.loads(line)
+            text = json.loads(raw.decode("utf-8"))
             if not isinstance(text, str):
                 raise ValueError("expected a JSON string")
         except ValueError as exc:
             failed = True
             print(json.dumps({"line": number, "error": f"not a JSON string: {exc}"}))
             continue
-        print(json.dumps(threats.scan(text).model_dump(), ensure_ascii=False))
+        print(json.dumps(threats.scan(text).model_dump()))
     return 1 if failed else 0
 
 

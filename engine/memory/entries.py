@@ -68,6 +68,11 @@ def clean_entry(content: str) -> str:
     bad = next((ch for ch in entry if ord(ch) < 32 and ch not in "\n\t"), None)
     if bad is not None:
         raise EntryError(f"content contains the control character U+{ord(bad):04X}")
+    lone = next((ch for ch in entry if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    if lone is not None:
+        raise EntryError(
+            f"content contains U+{ord(lone):04X}, half of a surrogate pair: not valid text"
+        )
     if any(line == "§" for line in entry.split("\n")):
         raise EntryError("content contains a line holding only '§', which is the entry delimiter")
     return entry

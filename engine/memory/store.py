@@ -34,7 +34,10 @@ from engine.memory.operations import (
 log = logging.getLogger(__name__)
 
 # Far beyond any budget, small enough that a stray multi-megabyte file is refused, not loaded.
+# A store configured with a very large limit may grow to 8 bytes per allowed character (twice
+# the limit in 4-byte UTF-8), so whatever Cairn may write, it can read back.
 MAX_FILE_BYTES = 256 * 1024
+BYTES_PER_CHAR_ALLOWED = 8
 
 Op = AddOp | ReplaceOp | RemoveOp
 
@@ -67,22 +70,22 @@ class WriteOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_memory_text(path: Path) -> str:
+def read_memory_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The text of a memory file ("" when absent), or a ``file`` error saying what is wrong."""
     name = path.name
     try:
         if path.is_dir():
             raise MemoryToolError("file", f"{name} is a folder, not a file ({path})")
         with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         return ""
     except OSError as exc:
         raise MemoryToolError("file", f"{name} cannot be read: {exc.strerror} ({path})") from exc
-    if len(data) > MAX_FILE_BYTES:
+    if len(data) > max_bytes:
         raise MemoryToolError(
             "file",
-            f"{name} is larger than {MAX_FILE_BYTES // 1024} KiB — far beyond any memory "
+            f"{name} is larger than {max_bytes // 1024:,} KiB — far beyond its memory "
             f"budget, so it was not loaded. Move it aside or trim it ({path})",
         )
     if b"\x00" in data:
@@ -142,8 +145,9 @@ class MemoryStore:
 
     def read(self, target: Target) -> MemoryFile:
         path = self.path(target)
-        text = read_memory_text(path)
-        return MemoryFile(target, path, text, parse(text), self.limit(target))
+        limit = self.limit(target)
+        text = read_memory_text(path, max(MAX_FILE_BYTES, BYTES_PER_CHAR_ALLOWED * limit))
+        return MemoryFile(target, path, text, parse(text), limit)
 
     def note_external_edit(self, current: MemoryFile) -> int | None:
         """Enter ``current`` in the history if it differs from the last state Cairn recorded
