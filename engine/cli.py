@@ -13,6 +13,7 @@ from engine.home import HomeError, resolve_home
 from engine.memory import cli as memory_cli
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService
+from engine.sessions import cli as sessions_cli
 
 
 def _common() -> argparse.ArgumentParser:
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui = sub.add_parser("gui", parents=[common], help="open the desktop app")
     gui.set_defaults(handler=_gui)
     memory_cli.register(sub, common)
+    sessions_cli.register(sub, common)
     return parser
 
 

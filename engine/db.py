@@ -42,11 +42,24 @@ class DatabaseError(RuntimeError):
     pass
 
 
+def readonly_uri(path: Path) -> str:
+    """A ``mode=ro`` URI for ``path``, ``immutable`` too when nobody has the database open.
+
+    A read-only connection to a WAL database otherwise creates ``-wal``/``-shm`` files beside
+    it, which it then cannot remove; with no ``-wal`` present there is nothing to replay.
+    """
+    wal = path.with_name(path.name + "-wal")
+    params = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    return f"{path.absolute().as_uri()}?{params}"
+
+
 def _tables(path: Path) -> set[str]:
-    uri = f"file:{path}?mode=ro"
     try:
-        with sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000) as conn:
+        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
             rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+        finally:
+            conn.close()
     except sqlite3.DatabaseError as exc:
         raise DatabaseError(f"{path} is not a readable SQLite database: {exc}") from exc
     return {row[0] for row in rows}

@@ -21,30 +21,30 @@ SQLITE_FTS = [
     """CREATE VIRTUAL TABLE messages_fts USING fts5(
         content, tool_name, tool_calls,
         content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')""",
+    # Trigrams of message text only: tool-call JSON is reachable through the word index, and
+    # trigram-indexing it too roughly doubled the cost of every insert.
     """CREATE VIRTUAL TABLE messages_trigram USING fts5(
-        content, tool_calls, content='messages', content_rowid='id', tokenize='trigram')""",
+        content, content='messages', content_rowid='id', tokenize='trigram')""",
     "CREATE VIRTUAL TABLE messages_vocab USING fts5vocab(messages_fts, 'row')",
     """CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
         INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
             VALUES (new.id, new.content, new.tool_name, new.tool_calls);
-        INSERT INTO messages_trigram(rowid, content, tool_calls)
-            VALUES (new.id, new.content, new.tool_calls);
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
     END""",
     """CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
             VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
-        INSERT INTO messages_trigram(messages_trigram, rowid, content, tool_calls)
-            VALUES ('delete', old.id, old.content, old.tool_calls);
+        INSERT INTO messages_trigram(messages_trigram, rowid, content)
+            VALUES ('delete', old.id, old.content);
     END""",
     """CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
             VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
-        INSERT INTO messages_trigram(messages_trigram, rowid, content, tool_calls)
-            VALUES ('delete', old.id, old.content, old.tool_calls);
+        INSERT INTO messages_trigram(messages_trigram, rowid, content)
+            VALUES ('delete', old.id, old.content);
         INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
             VALUES (new.id, new.content, new.tool_name, new.tool_calls);
-        INSERT INTO messages_trigram(rowid, content, tool_calls)
-            VALUES (new.id, new.content, new.tool_calls);
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
     END""",
 ]
 

@@ -1,0 +1,306 @@
+"""Keeping the session database sound: opening it safely, checking it, rebuilding its indexes.
+
+Opening never writes to a file that does not look like a whole SQLite database: a file that is
+not SQLite at all, or one cut short (its header promises more pages than it holds, confirmed by
+a read-only ``quick_check``), raises :class:`CorruptDatabaseError` with what to do next, and the
+file is left byte for byte as it was.
+
+``--readonly`` opens go through SQLite's ``mode=ro`` URI and change nothing on disk. When no
+``-wal`` file is present nobody has the database open, and the file is also opened
+``immutable`` so that SQLite does not create ``-wal``/``-shm`` files next to it (which it
+otherwise does even for a read-only connection to a WAL database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.exc import DatabaseError as SqlDatabaseError
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import QueuePool
+
+from engine.db import BUSY_TIMEOUT_MS, SCHEMA_HEAD, DatabaseError, database_path, readonly_uri
+from engine.home import Home
+from engine.sessions.store import SessionStore
+
+FTS_TABLES = ("messages_fts", "messages_trigram")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+NOT_CHECKED = "not checked (read-only database)"
+
+
+class SessionsDatabaseError(DatabaseError):
+    """The session database cannot be used as asked; the message says why and what to do."""
+
+
+class CorruptDatabaseError(SessionsDatabaseError):
+    def __init__(self, path: Path, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"{path} is not a valid SQLite database ({detail}). Cairn has not changed it. "
+            f"To recover, move it aside (e.g. `mv {path} {path}.broken`), then run "
+            "`cairn sessions import FILE` with an export, or restore a backup."
+        )
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Whether a database error means a damaged file rather than, say, a busy one."""
+    text_ = str(getattr(exc, "orig", None) or exc).lower()
+    return any(
+        marker in text_
+        for marker in ("malformed", "not a database", "file is encrypted", "disk image")
+    )
+
+
+# -- opening -----------------------------------------------------------------------------------
+
+
+def _header_problem(path: Path) -> str | None:
+    """What the first 100 bytes say is wrong with ``path`` as a SQLite file, if anything."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(100)
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        return "it does not start with the SQLite file header"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"its header gives an impossible page size, {page_size}"
+    change_counter = int.from_bytes(head[24:28], "big")
+    pages = int.from_bytes(head[28:32], "big")
+    valid_for = int.from_bytes(head[92:96], "big")
+    if size % page_size:
+        return f"it holds {size:,} bytes, not a whole number of {page_size}-byte pages: truncated?"
+    if valid_for == change_counter and size < pages * page_size:
+        return (
+            f"its header promises {pages:,} pages ({pages * page_size:,} bytes) but the file "
+            f"holds {size:,} bytes: truncated?"
+        )
+    return None
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+    )
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+def _confirm_damage(path: Path, suspicion: str) -> str | None:
+    """``quick_check`` through a read-only connection: the damage found, or None if it is sound
+    (a header can run ahead of the file while another process is checkpointing)."""
+    try:
+        conn = _connect_readonly(path)
+        try:
+            rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return f"{suspicion}; SQLite says: {exc}"
+    if rows == ["ok"]:
+        return None
+    return f"{suspicion}; SQLite's quick_check says: {rows[0]}"
+
+
+def inspect_database(path: Path) -> None:
+    """Raise :class:`CorruptDatabaseError` if ``path`` exists and is not a whole SQLite file.
+
+    Reads only: the header, and a read-only ``quick_check`` when the header looks wrong.
+    """
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        suspicion = _header_problem(path)
+    except OSError as exc:
+        raise SessionsDatabaseError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if suspicion is None:
+        return
+    if suspicion.startswith("it does not start") or "impossible page size" in suspicion:
+        raise CorruptDatabaseError(path, suspicion)
+    damage = _confirm_damage(path, suspicion)
+    if damage is not None:
+        raise CorruptDatabaseError(path, damage)
+
+
+def _locate(home: Home) -> Path:
+    inspect_database(home.state_db)
+    try:
+        path = database_path(home)
+    except DatabaseError as exc:
+        # database_path read state.db read-only and SQLite refused it.
+        detail = str(exc.__cause__ or exc)
+        if "unable to open" in detail:
+            raise SessionsDatabaseError(f"cannot open {home.state_db}: {detail}") from exc
+        raise CorruptDatabaseError(home.state_db, detail) from exc
+    inspect_database(path)
+    return path
+
+
+def readonly_engine(path: Path) -> Engine:
+    """An engine that can only read ``path``; it never creates or changes a file."""
+    return create_engine("sqlite://", creator=lambda: _connect_readonly(path), poolclass=QueuePool)
+
+
+def open_store(home: Home, *, readonly: bool = False) -> SessionStore:
+    """The session store of ``home``, after making sure the file is sound.
+
+    ``readonly``: the database must already exist at the current schema; nothing is written.
+    """
+    path = _locate(home)
+    if not readonly:
+        try:
+            return SessionStore.open(home)
+        except SqlDatabaseError as exc:
+            if is_corruption(exc):
+                raise CorruptDatabaseError(path, str(exc.orig or exc)) from exc
+            raise
+    if not path.exists() or path.stat().st_size == 0:
+        raise SessionsDatabaseError(f"there is no session database at {path} to open read-only")
+    engine = readonly_engine(path)
+    try:
+        with engine.connect() as conn:
+            revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        revision = None
+    except SqlDatabaseError as exc:
+        if is_corruption(exc):
+            raise CorruptDatabaseError(path, str(exc.orig or exc)) from exc
+        raise
+    if revision != SCHEMA_HEAD:
+        engine.dispose()
+        raise SessionsDatabaseError(
+            f"{path} is at schema {revision or 'none'}, this Cairn reads {SCHEMA_HEAD}; open it "
+            "once without --readonly to bring it up to date"
+        )
+    return SessionStore(engine)
+
+
+# -- checking and repairing ----------------------------------------------------------------------
+
+
+class CheckReport(BaseModel):
+    ok: bool
+    integrity: list[str]  # ["ok"] or SQLite's findings
+    fts: dict[str, str] = Field(default_factory=dict)  # table → "ok" or the problem
+    counters_wrong: int = 0  # sessions whose message/tool-call counts disagree with messages
+    seconds: float = 0.0
+
+
+class ReindexReport(BaseModel):
+    tables: list[str]
+    messages: int
+    counters_fixed: int
+    seconds: float
+
+
+_MESSAGES_OF = "(SELECT count(*) FROM messages AS m WHERE m.session_id = sessions.id)"
+_CALLS_OF = (
+    "(SELECT coalesce(sum(CASE WHEN json_valid(m.tool_calls) "
+    "THEN json_array_length(m.tool_calls) ELSE 0 END), 0) "
+    "FROM messages AS m WHERE m.session_id = sessions.id AND m.tool_calls IS NOT NULL)"
+)
+_COUNTS_WRONG = f"message_count != {_MESSAGES_OF} OR tool_call_count != {_CALLS_OF}"
+
+
+def _fts_check(conn: Connection, table: str) -> str:
+    try:
+        # rank = 1: also compare the index with the rows of the external content table.
+        conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    except SqlDatabaseError as exc:
+        message = str(exc.orig or exc)
+        if "readonly" in message:
+            return NOT_CHECKED
+        if "malformed" in message:
+            return (
+                f"the index does not match the messages ({message}); run `cairn sessions reindex`"
+            )
+        return message
+    return "ok"
+
+
+def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
+    """SQLite's integrity check, both full-text indexes against the messages, and counters."""
+    started = time.perf_counter()
+    pragma = "quick_check" if quick else "integrity_check"
+    with store.engine.connect() as conn:
+        integrity = [str(r[0]) for r in conn.exec_driver_sql(f"PRAGMA {pragma}")]
+        counters_wrong = int(
+            conn.exec_driver_sql(f"SELECT count(*) FROM sessions WHERE {_COUNTS_WRONG}").scalar()
+            or 0
+        )
+    fts: dict[str, str] = {}
+    # The FTS5 check is an INSERT command: it needs a write transaction, rolled back after.
+    with store._writer.connect() as conn:
+        for table in FTS_TABLES:
+            with conn.begin() as transaction:
+                fts[table] = _fts_check(conn, table)
+                transaction.rollback()
+    fts_ok = all(v in ("ok", NOT_CHECKED) for v in fts.values())
+    ok = integrity == ["ok"] and fts_ok and not counters_wrong
+    return CheckReport(
+        ok=ok,
+        integrity=integrity,
+        fts=fts,
+        counters_wrong=counters_wrong,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def reindex(
+    store: SessionStore, progress: Callable[[int, int], None] | None = None
+) -> ReindexReport:
+    """Rebuild both full-text indexes from the messages, and recount every session.
+
+    ``progress(steps_done, steps_total)`` after each step; each step is one transaction.
+    """
+    started = time.perf_counter()
+    steps = len(FTS_TABLES) + 1
+    for done, table in enumerate(FTS_TABLES, start=1):
+        store._write(
+            lambda conn, table=table: conn.exec_driver_sql(
+                f"INSERT INTO {table}({table}) VALUES ('rebuild')"
+            )
+        )
+        if progress is not None:
+            progress(done, steps)
+
+    def recount(conn: Connection) -> int:
+        result = conn.exec_driver_sql(
+            f"UPDATE sessions SET message_count = {_MESSAGES_OF}, tool_call_count = {_CALLS_OF} "
+            f"WHERE {_COUNTS_WRONG}"
+        )
+        return int(result.rowcount)
+
+    fixed = store._write(recount)
+    if progress is not None:
+        progress(steps, steps)
+    with store.engine.connect() as conn:
+        messages = int(conn.exec_driver_sql("SELECT count(*) FROM messages").scalar() or 0)
+    return ReindexReport(
+        tables=list(FTS_TABLES),
+        messages=messages,
+        counters_fixed=fixed,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def describe_check(report: CheckReport) -> str:
+    lines = [
+        "integrity: " + ("ok" if report.integrity == ["ok"] else "; ".join(report.integrity[:5]))
+    ]
+    lines += [f"{table}: {state}" for table, state in report.fts.items()]
+    lines.append(
+        "counters: ok"
+        if not report.counters_wrong
+        else f"counters: {report.counters_wrong} session(s) with wrong message counts; "
+        "run `cairn sessions reindex`"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""The ``session_search`` tool as the model sees it: one JSON schema, one call, results as dicts.
+
+Every failure comes back as ``{"ok": false, "error": ..., "message": ...}``, never as an
+exception: a bad argument is something the model can read and correct. Message texts are
+returned as stored, except that one longer than ``max_message_chars`` keeps its head and tail
+with a marker in between, so a single huge tool output cannot flood the context (the model can
+still scroll to it; ``truncated`` says how much was left out).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine.sessions.search import (
+    DEFAULT_LIMIT,
+    DEFAULT_WINDOW,
+    MAX_LIMIT,
+    MAX_WINDOW,
+    SearchError,
+    SessionSearch,
+)
+from engine.sessions.store import ROLES
+
+MODES = ("discover", "scroll", "read", "browse")
+ORDERS = ("relevance", "newest", "oldest")
+DIRECTIONS = ("around", "forward", "backward")
+MAX_MESSAGE_CHARS = 4000
+
+SCHEMA: dict[str, Any] = {
+    "name": "session_search",
+    "description": (
+        "Search your past conversations with the user. Returns real messages exactly as they "
+        "were written in earlier sessions (never summaries), with session ids and message ids "
+        "you can follow up on. Modes: 'discover' (default) finds the conversations that best "
+        "match `query` and shows each matching message with the messages around it; 'scroll' "
+        "shows messages around `anchor_id` in `session_id` (direction around, forward or "
+        "backward); 'read' shows a whole session (long ones: beginning and end); 'browse' "
+        "lists recent sessions. Use it when the user refers to something from before "
+        "('the docker thing last week', 'what did we decide about X') or when earlier work "
+        "would help. This conversation itself is never among discover's results."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": list(MODES), "default": "discover"},
+            "query": {
+                "type": "string",
+                "description": "discover: words, names, paths, URLs, error text or quoted "
+                "phrases to look for",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "description": f"discover: conversations to return (default {DEFAULT_LIMIT}); "
+                "browse: sessions to list (default 10)",
+            },
+            "role": {
+                "type": "string",
+                "enum": list(ROLES),
+                "description": "discover: only match messages with this role",
+            },
+            "source": {
+                "type": "string",
+                "description": "discover, browse: only sessions from this source (cli, gui, "
+                "telegram, cron, ...)",
+            },
+            "since": {
+                "type": "string",
+                "description": "discover: only messages at or after this ISO 8601 date/time",
+            },
+            "until": {
+                "type": "string",
+                "description": "discover: only messages at or before this ISO 8601 date/time",
+            },
+            "order": {
+                "type": "string",
+                "enum": list(ORDERS),
+                "description": "discover: best match first (relevance, the default), or by time",
+            },
+            "session_id": {
+                "type": "string",
+                "description": "scroll, read: the session, from a discover or browse result",
+            },
+            "anchor_id": {
+                "type": "integer",
+                "description": "scroll: the message id to scroll from",
+            },
+            "direction": {"type": "string", "enum": list(DIRECTIONS), "default": "around"},
+            "window": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_WINDOW,
+                "description": f"discover, scroll: messages shown on each side (default "
+                f"{DEFAULT_WINDOW})",
+            },
+        },
+    },
+}
+
+# Which arguments each mode takes (after validation), besides ``mode``.
+_MODE_ARGS: dict[str, tuple[str, ...]] = {
+    "discover": ("query", "limit", "role", "source", "since", "until", "order", "window"),
+    "scroll": ("session_id", "anchor_id", "direction", "window"),
+    "read": ("session_id",),
+    "browse": ("limit", "source"),
+}
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def _failure(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": code, "message": message}
+
+
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise _Invalid(f"{name} must be an integer, not a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise _Invalid(f"{name} must be an integer, got {value!r}"[:200])
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and name in ("since", "until")
+    ):
+        return str(value)
+    raise _Invalid(f"{name} must be a string, got {type(value).__name__}")
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    text = _text(name, value)
+    if text not in allowed:
+        raise _Invalid(f"{name} must be one of {', '.join(allowed)}; got {text!r}"[:200])
+    return text
+
+
+class SessionSearchTool:
+    """Dispatches the model's ``session_search`` calls.
+
+    ``current_session_id`` is the session the model is talking in: discover leaves out its
+    whole lineage (compressed continuations included), which the model already has.
+    """
+
+    def __init__(
+        self,
+        search: SessionSearch,
+        current_session_id: str | None = None,
+        *,
+        max_message_chars: int = MAX_MESSAGE_CHARS,
+    ) -> None:
+        if max_message_chars < 8:
+            raise ValueError("max_message_chars must be at least 8")
+        self.search = search
+        self.current_session_id = current_session_id
+        self.max_message_chars = max_message_chars
+
+    def __call__(self, arguments: Any) -> dict[str, Any]:
+        try:
+            mode, kwargs, ignored = self._arguments(arguments)
+            result = self.search(mode, **kwargs)
+        except (_Invalid, SearchError) as exc:
+            return _failure("invalid", str(exc))
+        except SQLAlchemyError as exc:
+            return _failure("unavailable", f"the session database failed: {exc.__class__.__name__}")
+        except Exception as exc:  # a tool call must never raise into the agent loop
+            return _failure("internal", f"session_search failed: {exc}"[:500])
+        out = {"ok": True, **self._bounded(result)}
+        if ignored:
+            out["ignored"] = ignored
+            out["note"] = f"ignored for mode {mode}: {', '.join(ignored)}"
+        return out
+
+    def _arguments(self, arguments: Any) -> tuple[str, dict[str, Any], list[str]]:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise _Invalid("arguments must be a JSON object")
+        given = {k: v for k, v in arguments.items() if v is not None}
+        mode = _choice("mode", given.pop("mode", "discover"), MODES)
+        wanted = _MODE_ARGS[mode]
+        ignored = sorted(k for k in given if k not in wanted)
+        values: dict[str, Any] = {}
+        for name in wanted:
+            if name not in given:
+                continue
+            value = given[name]
+            if name in ("limit", "anchor_id", "window"):
+                values[name] = _integer(name, value)
+            elif name == "role":
+                values[name] = _choice(name, value, ROLES)
+            elif name == "order":
+                values[name] = _choice(name, value, ORDERS)
+            elif name == "direction":
+                values[name] = _choice(name, value, DIRECTIONS)
+            else:
+                values[name] = _text(name, value)
+        if mode == "discover":
+            if not values.get("query", "").strip():
+                raise _Invalid("discover needs a query; to list recent sessions use mode browse")
+            values["current_session_id"] = self.current_session_id
+        elif mode in ("scroll", "read") and not values.get("session_id"):
+            raise _Invalid(f"{mode} needs a session_id (from a discover or browse result)")
+        return mode, values, ignored
+
+    def _bounded(self, value: Any) -> Any:
+        """``value`` with every message's content cut to ``max_message_chars``."""
+        if isinstance(value, list):
+            return [self._bounded(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {k: self._bounded(v) for k, v in value.items()}
+        content = out.get("content")
+        if "role" in out and isinstance(content, str) and len(content) > self.max_message_chars:
+            head = self.max_message_chars * 3 // 4
+            tail = self.max_message_chars - head
+            omitted = len(content) - head - tail
+            out["content"] = (
+                f"{content[:head]}\n[… {omitted:,} characters omitted …]\n{content[-tail:]}"
+            )
+            out["truncated"] = omitted
+        return out

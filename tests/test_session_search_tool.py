@@ -1,0 +1,138 @@
+"""The session_search tool as the model calls it: schema, dispatch, errors as results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.home import Home
+from engine.sessions.search import SessionSearch
+from engine.sessions.store import NewMessage, SessionStore
+from engine.sessions.tool import SCHEMA, SessionSearchTool
+
+
+@pytest.fixture
+def tool(store: SessionStore) -> SessionSearchTool:
+    """Three sessions: "old" continued as "now" (the caller's lineage), and "other" from cron
+    with one very long tool output."""
+    t0 = 1_700_000_000.0
+    store.create_session(session_id="old", source="cli", started_at=t0)
+    store.append(
+        "old",
+        [
+            NewMessage(role="user", content="where do the vault keys live?", timestamp=t0),
+            NewMessage(role="assistant", content="The vault keys live in ops.", timestamp=t0 + 1),
+        ],
+    )
+    store.create_session(session_id="now", parent_session_id="old", started_at=t0 + 100)
+    store.add_message("now", "user", "still on the vault keys", timestamp=t0 + 100)
+    store.create_session(session_id="other", source="cron", started_at=t0 + 50)
+    store.append(
+        "other",
+        [
+            NewMessage(role="user", content="rotate the vault keys", timestamp=t0 + 50),
+            NewMessage(role="tool", content="x" * 10_000, tool_name="terminal", timestamp=t0 + 51),
+        ],
+    )
+    return SessionSearchTool(SessionSearch(store), current_session_id="now")
+
+
+def test_schema_is_a_plain_json_tool_definition() -> None:
+    assert SCHEMA["name"] == "session_search"
+    assert "real messages" in SCHEMA["description"] and "summaries" in SCHEMA["description"]
+    props = SCHEMA["parameters"]["properties"]
+    assert set(props) == {
+        "mode",
+        "query",
+        "limit",
+        "role",
+        "source",
+        "since",
+        "until",
+        "order",
+        "session_id",
+        "anchor_id",
+        "direction",
+        "window",
+    }
+    assert props["mode"]["enum"] == ["discover", "scroll", "read", "browse"]
+    json.dumps(SCHEMA)  # serialisable as is
+
+
+def test_discover_leaves_out_the_callers_lineage(tool: SessionSearchTool) -> None:
+    result = tool({"query": "vault keys", "limit": 10})
+    assert result["ok"] is True
+    assert [r["session_id"] for r in result["results"]] == ["other"]
+    everyone = SessionSearchTool(tool.search)({"query": "vault keys", "limit": 10})
+    found = [r["session_id"] for r in everyone["results"]]
+    assert len(found) == 2 and "other" in found  # plus one of the lineage "old" → "now"
+
+
+def test_filters_and_string_numbers_from_the_model(tool: SessionSearchTool) -> None:
+    found = SessionSearchTool(tool.search)(
+        {"mode": "discover", "query": "vault", "role": "assistant", "limit": "5", "until": 3e9}
+    )
+    assert [r["session_id"] for r in found["results"]] == ["old"]
+    none = SessionSearchTool(tool.search)({"query": "vault", "since": "2100-01-01"})
+    assert none["ok"] and none["results"] == []
+
+
+def test_scroll_read_browse(tool: SessionSearchTool, store: SessionStore) -> None:
+    first = store.messages("old")[0]
+    scrolled = tool(
+        {"mode": "scroll", "session_id": "old", "anchor_id": first.id, "direction": "forward"}
+    )
+    second = store.messages("old")[1]
+    assert scrolled["ok"] and [m["id"] for m in scrolled["messages"]] == [second.id]
+    read = tool({"mode": "read", "session_id": "other"})
+    assert read["ok"] and read["message_count"] == 2
+    long = read["messages"][1]
+    assert len(long["content"]) < 4100 and long["truncated"] == 10_000 - 4000
+    assert "characters omitted" in long["content"]
+    browsed = tool({"mode": "browse", "source": "cron"})
+    assert [s["session_id"] for s in browsed["sessions"]] == ["other"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ("not a dict", "JSON object"),
+        ({"mode": "teleport"}, "mode must be one of"),
+        ({"query": ""}, "needs a query"),
+        ({"mode": "discover"}, "needs a query"),
+        ({"mode": "read"}, "needs a session_id"),
+        ({"mode": "scroll", "session_id": "missing"}, "no session"),
+        ({"query": "x", "limit": "lots"}, "limit must be an integer"),
+        ({"query": "x", "limit": True}, "not a boolean"),
+        ({"query": "x", "role": "robot"}, "role must be one of"),
+        ({"query": "x", "order": "random"}, "order must be one of"),
+        ({"query": "x", "since": "last tuesday"}, "not a date"),
+        ({"query": ["x"]}, "query must be a string"),
+        ({"mode": "scroll", "session_id": "old", "direction": "sideways"}, "direction"),
+    ],
+)
+def test_bad_arguments_come_back_as_results(
+    tool: SessionSearchTool, arguments: object, fragment: str
+) -> None:
+    result = tool(arguments)  # type: ignore[arg-type]
+    assert result["ok"] is False and result["error"] == "invalid"
+    assert fragment in result["message"]
+
+
+def test_arguments_of_other_modes_and_nulls_are_noted_not_fatal(tool: SessionSearchTool) -> None:
+    result = tool({"mode": "browse", "query": "vault", "anchor_id": 3, "role": None})
+    assert result["ok"] and result["ignored"] == ["anchor_id", "query"]
+    assert "ignored for mode browse" in result["note"]
+    assert "ignored" not in tool({"query": "vault", "session_id": None})
+
+
+def test_database_failure_is_a_result(home: Home, store: SessionStore) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("replaces the embedded database file")
+    tool = SessionSearchTool(SessionSearch(store))
+    store.engine.dispose()
+    home.state_db.unlink()
+    home.state_db.write_bytes(b"not a database at all" * 100)
+    result = tool({"query": "vault"})
+    assert result["ok"] is False and result["error"] == "unavailable"
