@@ -13,8 +13,7 @@ from sqlalchemy import Connection, text
 from engine.sessions.fulltext import Filters, Form, Hit, Order
 from engine.sessions.query import Query, Term
 
-RANK_BUDGET = 4000
-SNIPPET_OPTIONS = "StartSel=[, StopSel=], MaxWords=24, MinWords=8, ShortWord=2"
+RANK_BUDGET = 1000
 
 
 def _like(value: str) -> str:
@@ -90,31 +89,3 @@ class PostgresFullText:
             )
         rows = self.conn.execute(text(sql), params)
         return [Hit(r.id, r.session_id, r.root_session_id, float(r.score)) for r in rows]
-
-    def snippet(self, message_id: int, query: Query, form: Form) -> str | None:
-        content = self.conn.execute(
-            text("SELECT content FROM messages WHERE id = :id"), {"id": message_id}
-        ).scalar()
-        if content is None:
-            return None
-        if form == "substring":
-            needle = query.substrings()[0].strip('"') if query.substrings() else ""
-            at = content.lower().find(needle.lower()) if needle else -1
-            if at < 0:
-                return content[:160]
-            start, end = max(0, at - 60), at + len(needle)
-            prefix = "…" if start else ""
-            suffix = "…" if end + 60 < len(content) else ""
-            return (
-                f"{prefix}{content[start:at]}[{content[at:end]}]{content[end : end + 60]}{suffix}"
-            )
-        params: dict[str, object] = {"id": message_id, "opts": SNIPPET_OPTIONS}
-        tsq = self._tsquery(query, form, params)
-        if tsq is None:
-            return None
-        return self.conn.execute(
-            text(
-                f"SELECT ts_headline('simple', content, {tsq}, :opts) FROM messages WHERE id = :id"
-            ),
-            params,
-        ).scalar()

@@ -1,51 +1,38 @@
 """Full-text search on SQLite FTS5, with a bounded cost per query.
 
 Ranking every match by BM25 costs time in proportion to the number of matches: a common word
-in a million messages means hundreds of thousands of scores. So the cost is bounded first: the
-FTS vocabulary says how many messages hold each term, and when a form of the query would match
-more than ``RANK_BUDGET`` messages, ranking is confined to the newest slice of message ids that
-should hold about that many. Rare terms are ranked over the whole history; common ones over
-recent history, where a user looking for "the docker thing" most likely means the recent one.
+in a million messages means hundreds of thousands of scores. So relevance is ranked over the
+newest ``RANK_BUDGET`` matches only, found exactly by walking the index in id order (which
+stops after the budget), and over a smaller budget when filters make every candidate cost a
+join. Rare terms therefore rank over the whole history; common ones over recent history, where
+"the docker thing" most likely means the recent one. When the matches are few, they are all
+returned without a second pass through the index.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from sqlalchemy import Connection, text
 
 from engine.sessions.fulltext import Filters, Form, Hit, Order
-from engine.sessions.query import Query, Term
+from engine.sessions.query import Query
 
-RANK_BUDGET = 4000
+RANK_BUDGET = 1000
+FILTERED_RANK_BUDGET = 250
+FEW = 24  # this many matches or fewer are all precise enough to return without ranking
 WORD_TABLE, TRIGRAM_TABLE = "messages_fts", "messages_trigram"
+_JOIN = "JOIN messages AS m ON m.id = f.rowid JOIN sessions AS s ON s.id = m.session_id"
+
+
+def _hit_rows(rows: Iterable[Any]) -> list[Hit]:
+    return [Hit(r.id, r.session_id, r.root_session_id, float(r.score)) for r in rows]
 
 
 class SqliteFullText:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._max_id: int | None = None
-
-    def max_id(self) -> int:
-        if self._max_id is None:
-            value = self.conn.execute(text("SELECT max(id) FROM messages")).scalar()
-            self._max_id = int(value or 0)
-        return self._max_id
-
-    def _doc_count(self, word: str) -> int:
-        count = self.conn.execute(
-            text("SELECT doc FROM messages_vocab WHERE term = :t"), {"t": word}
-        ).scalar()
-        return int(count or 0)
-
-    def _term_count(self, term: Term) -> int:
-        if term.prefix:
-            return self.max_id()  # unknown without a scan; assume the worst
-        return min(self._doc_count(w) for w in term.words)
-
-    def _estimate(self, query: Query, form: Form) -> int:
-        if form == "substring":
-            return self.max_id()
-        counts = [self._term_count(t) for t in query.terms]
-        return min(counts) if form in ("phrase", "all") else min(self.max_id(), sum(counts))
 
     @staticmethod
     def _match(query: Query, form: Form) -> tuple[str | None, str]:
@@ -60,40 +47,69 @@ class SqliteFullText:
             return query.all_of(), WORD_TABLE
         return (query.any_of() if len(query.terms) > 1 else None), WORD_TABLE
 
+    def _newest(self, match: str, table: str, filters: Filters) -> tuple[int, int, int, list[int]]:
+        """Lowest id, highest id and number of the newest budgeted matches, and their ids
+        when there are few."""
+        where, params = filters.sql()
+        params.update(match=match, budget=FILTERED_RANK_BUDGET if where else RANK_BUDGET)
+        joined = _JOIN if where else ""
+        inner = (
+            f"SELECT f.rowid AS id FROM {table} AS f {joined} "
+            f"WHERE {table} MATCH :match{where} ORDER BY f.rowid DESC LIMIT :budget"
+        )
+        row = self.conn.execute(
+            text(
+                "SELECT min(id), max(id), count(*), "
+                f"CASE WHEN count(*) <= {FEW} THEN group_concat(id) END FROM ({inner})"
+            ),
+            params,
+        ).one()
+        few = [int(i) for i in row[3].split(",")] if row[3] else []
+        return int(row[0] or 0), int(row[1] or 0), int(row[2]), few
+
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None:
         match, table = self._match(query, form)
         if match is None:
             return None
-        estimate = self._estimate(query, form)
-        if estimate == 0:
-            return []
         where, params = filters.sql()
         params.update(match=match, limit=limit)
-        lower = ""
-        if order == "relevance" and estimate > RANK_BUDGET:
-            top = self.max_id()
-            span = max(RANK_BUDGET, int(top * RANK_BUDGET / estimate))
-            lower = " AND f.rowid > :lower"
-            params["lower"] = top - span
-        ordering = {"relevance": "score", "newest": "f.rowid DESC", "oldest": "f.rowid ASC"}
-        score = f"bm25({table})" if order == "relevance" else "0.0"
-        sql = (
-            f"SELECT f.rowid AS id, m.session_id, s.root_session_id, {score} AS score "
-            f"FROM {table} AS f JOIN messages AS m ON m.id = f.rowid "
-            "JOIN sessions AS s ON s.id = m.session_id "
-            f"WHERE {table} MATCH :match{lower}{where} ORDER BY {ordering[order]} LIMIT :limit"
-        )
-        rows = self.conn.execute(text(sql), params)
-        return [Hit(r.id, r.session_id, r.root_session_id, float(r.score)) for r in rows]
-
-    def snippet(self, message_id: int, query: Query, form: Form) -> str | None:
-        match, table = self._match(query, form)
-        if match is None:
-            return None
-        sql = (
-            f"SELECT snippet({table}, 0, '[', ']', '…', 24) FROM {table} "
-            f"WHERE {table} MATCH :match AND rowid = :id"
-        )
-        return self.conn.execute(text(sql), {"match": match, "id": message_id}).scalar()
+        if order != "relevance":
+            direction = "DESC" if order == "newest" else "ASC"
+            sql = (
+                f"SELECT f.rowid AS id, m.session_id, s.root_session_id, 0.0 AS score "
+                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{where} "
+                f"ORDER BY f.rowid {direction} LIMIT :limit"
+            )
+            return _hit_rows(self.conn.execute(text(sql), params))
+        low, high, count, few = self._newest(match, table, filters)
+        if count == 0:
+            return []
+        if few and form != "any":
+            # Every match is known and each holds the whole query: newest first, no ranking.
+            # ("any" matches may hold a single common word, so they are still ranked.)
+            ids = ", ".join(str(i) for i in few)
+            sql = (
+                "SELECT m.id, m.session_id, s.root_session_id, 0.0 AS score FROM messages AS m "
+                f"JOIN sessions AS s ON s.id = m.session_id WHERE m.id IN ({ids}) "
+                "ORDER BY m.id DESC LIMIT :limit"
+            )
+            return _hit_rows(self.conn.execute(text(sql), {"limit": limit}))
+        params.update(low=low, high=high)
+        window = " AND f.rowid BETWEEN :low AND :high"
+        if where:
+            sql = (
+                f"SELECT f.rowid AS id, m.session_id, s.root_session_id, bm25({table}) AS score "
+                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{window}{where} "
+                "ORDER BY score LIMIT :limit"
+            )
+        else:  # rank inside the index, then look up only the rows kept
+            sql = (
+                "SELECT c.id, m.session_id, s.root_session_id, c.score FROM ("
+                f"SELECT f.rowid AS id, bm25({table}) AS score FROM {table} AS f "
+                f"WHERE {table} MATCH :match{window} ORDER BY score LIMIT :limit) AS c "
+                "JOIN messages AS m ON m.id = c.id JOIN sessions AS s ON s.id = m.session_id "
+                "ORDER BY c.score"
+            )
+        return _hit_rows(self.conn.execute(text(sql), params))

@@ -63,8 +63,6 @@ class FullText(Protocol):
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None: ...
 
-    def snippet(self, message_id: int, query: Query, form: Form) -> str | None: ...
-
 
 def full_text_for(conn: Connection) -> FullText:
     if conn.dialect.name == "postgresql":

@@ -12,12 +12,16 @@ Modes:
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sqlalchemy import Connection, text
+
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit, full_text_for
 from engine.sessions.query import Query, parse_query
-from engine.sessions.store import Message, SessionInfo, SessionStore
+from engine.sessions.snippet import snippet
+from engine.sessions.store import SessionInfo, SessionStore
 
 Mode = Literal["discover", "scroll", "read", "browse"]
 
@@ -57,32 +61,66 @@ def parse_time(value: str | float | int | None) -> float | None:
     return moment.timestamp()
 
 
-def _msg(message: Message) -> dict[str, Any]:
+_SESSION_SQL = text(
+    "SELECT id AS session_id, title, source, started_at, ended_at, end_reason, "
+    "parent_session_id, root_session_id, message_count FROM sessions WHERE id = :sid"
+)
+_COLUMNS = "id, role, content, timestamp, tool_name, tool_calls"
+_BEFORE_SQL = text(
+    f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id < :at "
+    "ORDER BY id DESC LIMIT :n"
+)
+_FROM_SQL = text(
+    f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id >= :at ORDER BY id LIMIT :n"
+)
+
+
+def _msg(row: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "id": message.id,
-        "role": message.role,
-        "content": message.content,
-        "timestamp": message.timestamp,
+        "id": row.id,
+        "role": row.role,
+        "content": row.content,
+        "timestamp": row.timestamp,
     }
-    if message.tool_name:
-        out["tool_name"] = message.tool_name
-    if message.tool_calls:
-        out["tool_calls"] = message.tool_calls
+    if row.tool_name:
+        out["tool_name"] = row.tool_name
+    if row.tool_calls:
+        out["tool_calls"] = json.loads(row.tool_calls)
     return out
 
 
-def _session_card(info: SessionInfo) -> dict[str, Any]:
-    return {
-        "session_id": info.id,
-        "title": info.title,
-        "source": info.source,
-        "started_at": info.started_at,
-        "ended_at": info.ended_at,
-        "end_reason": info.end_reason,
-        "parent_session_id": info.parent_session_id,
-        "root_session_id": info.root_session_id,
-        "message_count": info.message_count,
-    }
+def _before(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
+    """Up to ``n`` messages before id ``at``, oldest first."""
+    return list(reversed(conn.execute(_BEFORE_SQL, {"sid": sid, "at": at, "n": n}).all()))
+
+
+def _from(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
+    """Up to ``n`` messages from id ``at`` on."""
+    return conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all()
+
+
+_CARD_FIELDS = {
+    "title",
+    "source",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "parent_session_id",
+    "root_session_id",
+    "message_count",
+}
+
+
+def _card_of(info: SessionInfo) -> dict[str, Any]:
+    """The same fields as _SESSION_SQL selects."""
+    return {"session_id": info.id, **info.model_dump(include=_CARD_FIELDS)}
+
+
+def _session(conn: Connection, sid: str) -> dict[str, Any]:
+    row = conn.execute(_SESSION_SQL, {"sid": sid}).mappings().first()
+    if row is None:
+        raise SearchError(f"no session {sid!r}")
+    return dict(row)
 
 
 class SessionSearch:
@@ -148,21 +186,16 @@ class SessionSearch:
             result["note"] = "the query has no searchable words"
             return result
         with self.store.engine.connect() as conn:
-            fts = full_text_for(conn)
-            hits, form = self._candidates(fts, parsed, filters, limit, order)
-            chosen: list[Hit] = []
+            hits, form = self._candidates(full_text_for(conn), parsed, filters, limit, order)
             roots: set[str] = set()
             for hit in hits:
                 if hit.root_session_id in roots:
                     continue
                 roots.add(hit.root_session_id)
-                chosen.append(hit)
-                if len(chosen) == limit:
+                result["results"].append(self._card(conn, hit, parsed, form, window))
+                if len(roots) == limit:
                     break
-            snippets = {h.message_id: fts.snippet(h.message_id, parsed, form) for h in chosen}
         result["matched_as"] = form
-        for hit in chosen:
-            result["results"].append(self._card(hit, snippets.get(hit.message_id), window))
         return result
 
     @staticmethod
@@ -177,25 +210,21 @@ class SessionSearch:
                 return hits, form
         return [], "substring"
 
-    def _card(self, hit: Hit, snippet: str | None, window: int) -> dict[str, Any]:
-        info = self.store.get_session(hit.session_id)
-        assert info is not None
-        before = self.store.messages(
-            hit.session_id, before_id=hit.message_id, limit=window, newest_first=True
+    @staticmethod
+    def _card(conn: Connection, hit: Hit, query: Query, form: Form, window: int) -> dict[str, Any]:
+        sid = hit.session_id
+        context = _before(conn, sid, hit.message_id, window) + _from(
+            conn, sid, hit.message_id, window + 1
         )
-        after = self.store.messages(hit.session_id, after_id=hit.message_id - 1, limit=window + 1)
-        context = list(reversed(before)) + after
         shown = {m.id for m in context}
-        head = [m for m in self.store.messages(hit.session_id, limit=BOOKEND) if m.id not in shown]
-        tail = [
-            m
-            for m in reversed(self.store.messages(hit.session_id, limit=BOOKEND, newest_first=True))
-            if m.id not in shown and m.id not in {h.id for h in head}
-        ]
+        head = [m for m in _from(conn, sid, 0, BOOKEND) if m.id not in shown]
+        shown |= {m.id for m in head}
+        tail = [m for m in _before(conn, sid, 2**62, BOOKEND) if m.id not in shown]
+        matched = next(m for m in context if m.id == hit.message_id)
         return {
-            **_session_card(info),
+            **_session(conn, sid),
             "match_message_id": hit.message_id,
-            "snippet": snippet,
+            "snippet": snippet(matched.content, query, form),
             "messages": [_msg(m) for m in context],
             "first_messages": [_msg(m) for m in head],
             "last_messages": [_msg(m) for m in tail],
@@ -209,53 +238,51 @@ class SessionSearch:
         window: int | None = None,
     ) -> dict[str, Any]:
         window = clamp(window, DEFAULT_WINDOW, 1, MAX_WINDOW)
-        info = self.store.get_session(session_id)
-        if info is None:
-            raise SearchError(f"no session {session_id!r}")
+        if direction not in ("around", "forward", "backward"):
+            raise SearchError(f"unknown direction {direction!r}: use around, forward or backward")
         if anchor_id is None:
             anchor_id = 0 if direction != "backward" else 2**62
-        before: list[Message] = []
-        after: list[Message] = []
-        if direction in ("around", "backward"):
-            before = list(
-                reversed(
-                    self.store.messages(
-                        session_id, before_id=anchor_id, limit=window, newest_first=True
-                    )
-                )
-            )
-        if direction in ("around", "forward"):
-            first = anchor_id - 1 if direction == "around" else anchor_id
-            after = self.store.messages(
-                session_id, after_id=first, limit=window + (direction == "around")
-            )
-        messages = before + after
+        with self.store.engine.connect() as conn:
+            info = _session(conn, session_id)
+            before: list[Any] = []
+            after: list[Any] = []
+            # One message more than shown on each side tells whether there is more that way.
+            if direction != "forward":
+                before = _before(conn, session_id, anchor_id, window + 1)
+                more_before = len(before) > window
+                before = before[1:] if more_before else before
+            if direction != "backward":
+                shown = window + 1 if direction == "around" else window
+                start = anchor_id if direction == "around" else anchor_id + 1
+                after = _from(conn, session_id, start, shown + 1)
+                more_after = len(after) > shown
+                after = after[:shown]
+            messages = before + after
+            if messages and direction == "forward":
+                more_before = bool(_before(conn, session_id, messages[0].id, 1))
+            if messages and direction == "backward":
+                more_after = bool(_from(conn, session_id, messages[-1].id + 1, 1))
         return {
             "mode": "scroll",
-            **_session_card(info),
+            **info,
             "anchor_id": anchor_id,
             "messages": [_msg(m) for m in messages],
-            "has_earlier": bool(messages)
-            and bool(self.store.messages(session_id, before_id=messages[0].id, limit=1)),
-            "has_later": bool(messages)
-            and bool(self.store.messages(session_id, after_id=messages[-1].id, limit=1)),
+            "has_earlier": bool(messages) and more_before,
+            "has_later": bool(messages) and more_after,
         }
 
     def read(self, session_id: str = "") -> dict[str, Any]:
-        info = self.store.get_session(session_id)
-        if info is None:
-            raise SearchError(f"no session {session_id!r}")
-        if info.message_count <= READ_HEAD + READ_TAIL:
-            head, tail, omitted = self.store.messages(session_id), [], 0
-        else:
-            head = self.store.messages(session_id, limit=READ_HEAD)
-            tail = list(
-                reversed(self.store.messages(session_id, limit=READ_TAIL, newest_first=True))
-            )
-            omitted = info.message_count - len(head) - len(tail)
+        with self.store.engine.connect() as conn:
+            info = _session(conn, session_id)
+            head = _from(conn, session_id, 0, READ_HEAD + READ_TAIL + 1)
+            tail: list[Any] = []
+            if len(head) > READ_HEAD + READ_TAIL:
+                head = head[:READ_HEAD]
+                tail = _before(conn, session_id, 2**62, READ_TAIL)
+        omitted = max(0, info["message_count"] - len(head) - len(tail)) if tail else 0
         return {
             "mode": "read",
-            **_session_card(info),
+            **info,
             "messages": [_msg(m) for m in head],
             "omitted": omitted,
             "last_messages": [_msg(m) for m in tail],
@@ -266,4 +293,4 @@ class SessionSearch:
     ) -> dict[str, Any]:
         limit = clamp(limit, 10, 1, 50)
         sessions = self.store.list_sessions(limit=limit, offset=max(0, offset), source=source)
-        return {"mode": "browse", "sessions": [_session_card(s) for s in sessions]}
+        return {"mode": "browse", "sessions": [_card_of(s) for s in sessions]}
