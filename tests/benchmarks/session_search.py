@@ -1,0 +1,556 @@
+"""Benchmark of session_search on a synthetic history of 10^4 to 10^6 messages.
+
+    python tests/benchmarks/session_search.py [--sizes 10000,100000,1000000] [--profile]
+
+For each size: a fresh home in a temporary folder, the deterministic corpus of
+``session_corpus.py`` written to a JSONL file and imported through the real import path
+(``engine.sessions.transfer.import_sessions``), then
+
+* build: import time, messages per second, database and WAL size;
+* discover: p50/p95/max over ~250 queries (rare and common words, phrases, mixed, loose
+  multi-word queries, identifiers/paths/URLs/versions, CJK substrings, filters and
+  ``order=newest``, planted needles), each timed around the public ``session_search`` call;
+* scroll: p50/p95/max over 250 calls on random sessions around random anchors;
+* needles: how many planted messages come back in the top 3 for their query (the newest copy
+  first for ``order=newest``), split into needles with a rare token and needles made only of
+  common parts.
+
+Goals at 10^6 messages on a 2-core machine: discover p95 <= 10 ms, scroll p95 <= 1 ms.
+``--profile`` then re-runs the queries instrumented and prints where the time goes: vocabulary
+look-ups (the estimate), each form of the query (phrase/all/any/substring), snippets and the
+result cards, plus estimate against actual matches for the slowest queries. The last output is a
+markdown table for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for entry in (ROOT, HERE):
+    if str(entry) not in sys.path:
+        sys.path.insert(0, str(entry))
+
+from session_corpus import CJK_WORDS, NEEDLES, Corpus, Needle  # noqa: E402
+
+from engine.config import Config  # noqa: E402
+from engine.db import database_path, dispose_engines  # noqa: E402
+from engine.home import Home  # noqa: E402
+from engine.sessions import fts_sqlite, search  # noqa: E402
+from engine.sessions.query import parse_query  # noqa: E402
+from engine.sessions.search import SessionSearch  # noqa: E402
+from engine.sessions.store import SessionStore  # noqa: E402
+from engine.sessions.transfer import import_sessions  # noqa: E402
+
+DISCOVER_GOAL_MS, SCROLL_GOAL_MS = 10.0, 1.0
+DEFAULT_SIZES = "10000,100000"
+SCROLLS = 250
+QUERY_SEED = 7
+
+
+# -- query set ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Q:
+    category: str
+    text: str
+    options: dict[str, Any] = field(default_factory=dict)
+    needle: Needle | None = None
+
+
+_PATH = re.compile(r"\b(?:[a-z]+/)+[a-z0-9_]+\.[a-z]+\b")
+_URL = re.compile(r"https://[^\s\"'`),]+")
+_VERSION = re.compile(r"\bv?\d+\.\d+\.\d+\b")
+_SNAKE = re.compile(r"\b[a-z]+(?:_[a-z]+){1,2}\b")
+_CAMEL = re.compile(r"\b(?:[A-Z][a-z]+){2,3}\b")
+_PLAIN = re.compile(r"^[a-z]+$")
+
+
+def _messages(corpus: Corpus, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """Random messages of the corpus, rebuilt from their session's seed."""
+    while True:
+        session = corpus.session(rng.randrange(len(corpus.sessions)))
+        yield rng.choice(session["messages"])
+
+
+def _prose_words(message: dict[str, Any]) -> list[str]:
+    return [w.strip(".?!:") for w in message["content"].split()]
+
+
+def build_queries(corpus: Corpus, seed: int = QUERY_SEED) -> list[Q]:
+    rng = random.Random(seed)
+    vocab = corpus.vocab
+    rank = {w: i for i, w in enumerate(vocab)}
+    messages = _messages(corpus, rng)
+    queries: list[Q] = []
+
+    def rare() -> str:
+        return vocab[int(5000 * (len(vocab) / 5000) ** rng.random())]
+
+    def common() -> str:
+        return vocab[rng.randint(40, 600)]
+
+    def mid() -> str:
+        return vocab[rng.randint(600, 5000)]
+
+    queries += [Q("rare word", rare()) for _ in range(40)]
+    queries += [Q("common word", common()) for _ in range(40)]
+    while sum(q.category.endswith("phrase") for q in queries) < 50:
+        words = _prose_words(next(messages))
+        n = rng.choice((2, 3))
+        if len(words) < n + 1:
+            continue
+        at = rng.randrange(len(words) - n)
+        run = [w.lower() for w in words[at : at + n]]
+        if all(_PLAIN.match(w) for w in run):
+            quoted = len(queries) % 5 == 0
+            text = " ".join(run)
+            queries.append(
+                Q("quoted phrase" if quoted else "phrase", f'"{text}"' if quoted else text)
+            )
+    mixed = 0
+    while mixed < 30:
+        if mixed % 2:  # a rare and a common word together, as in one real message
+            words = [w.lower() for w in _prose_words(next(messages)) if _PLAIN.match(w.lower())]
+            rares = [w for w in words if rank.get(w, 0) > 5000]
+            commons = [w for w in words if 40 <= rank.get(w, 10**9) < 600]
+            if not rares or not commons:
+                continue
+            pair = [rng.choice(commons), rng.choice(rares)]
+        else:
+            pair = [common(), rare()]
+        rng.shuffle(pair)
+        queries.append(Q("rare + common", " ".join(pair)))
+        mixed += 1
+    queries += [Q("loose words", " ".join(mid() for _ in range(3))) for _ in range(20)]
+    tokens: dict[str, list[str]] = defaultdict(list)
+    while (
+        min((len(tokens[k]) for k in ("path", "url", "version", "snake", "camel")), default=0) < 4
+    ):
+        content = next(messages)["content"]
+        for kind, pattern in (
+            ("path", _PATH),
+            ("url", _URL),
+            ("version", _VERSION),
+            ("snake", _SNAKE),
+            ("camel", _CAMEL),
+        ):
+            tokens[kind] += pattern.findall(content)
+    for kind in ("path", "url", "version", "snake", "camel"):
+        picks = rng.sample(tokens[kind], 4)
+        queries += [Q("identifier/path/url", p.rstrip(".")) for p in picks]
+    for _ in range(15):
+        word = rng.choice(CJK_WORDS)
+        text = word if len(word) <= 4 or rng.random() < 0.5 else word[1:4]
+        queries.append(Q("CJK", text))
+    since = corpus.sessions[len(corpus.sessions) // 2].started_at
+    filtered = [
+        {"role": "tool"},
+        {"role": "user"},
+        {"source": "cron"},
+        {"source": "telegram"},
+        {"since": since},
+        {"until": since},
+        {"order": "newest"},
+        {"order": "oldest"},
+        {"role": "assistant", "order": "newest"},
+        {"limit": 10},
+    ]
+    for i in range(20):
+        text = common() if i % 2 else f"{common()} {mid()}"
+        queries.append(Q("filters/order", text, dict(filtered[i % len(filtered)])))
+    for needle in NEEDLES:
+        queries.append(Q(f"needle ({needle.kind})", needle.query, dict(needle.filters), needle))
+    rng.shuffle(queries)
+    return queries
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@dataclass
+class Stats:
+    p50: float
+    p95: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, ms: list[float]) -> Stats:
+        return cls(statistics.median(ms), _pct(ms, 0.95), max(ms), len(ms))
+
+    def __str__(self) -> str:
+        return f"p50 {self.p50:7.2f}  p95 {self.p95:7.2f}  max {self.max:7.2f} ms  (n={self.n})"
+
+
+@dataclass
+class Result:
+    size: int
+    sessions: int = 0
+    generate_s: float = 0.0
+    import_s: float = 0.0
+    per_second: float = 0.0
+    db_bytes: int = 0
+    wal_bytes: int = 0
+    discover: Stats | None = None
+    scroll: Stats | None = None
+    needles_rare: tuple[int, int] = (0, 0)
+    needles_common: tuple[int, int] = (0, 0)
+    peak_rss_mb: float = 0.0
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:,.1f} MB"
+
+
+def _import(store: SessionStore, corpus_file: Path, total: int) -> float:
+    started = time.perf_counter()
+    last = [started]
+
+    def progress(lines: int, messages: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= 30:
+            last[0] = now
+            rate = messages / (now - started)
+            print(f"    … {messages:,}/{total:,} messages, {rate:,.0f}/s", flush=True)
+
+    with corpus_file.open(encoding="utf-8") as lines:
+        report = import_sessions(store, lines, progress=progress)
+    if report.errors_total or report.messages_imported != total:
+        raise SystemExit(
+            f"import: {report.messages_imported:,} messages, errors {report.errors[:3]}"
+        )
+    return time.perf_counter() - started
+
+
+def _discover(tool: SessionSearch, q: Q) -> dict[str, Any]:
+    return tool("discover", query=q.text, **q.options)
+
+
+def _needle_found(corpus: Corpus, q: Q, result: dict[str, Any]) -> bool:
+    assert q.needle is not None
+    expected = corpus.needle_sessions(q.needle)
+    found = [r["session_id"] for r in result["results"]]
+    if q.options.get("order") == "newest":
+        return bool(found) and found[0] == expected[-1]
+    return any(sid in found[:3] for sid in expected)
+
+
+def run_size(size: int, args: argparse.Namespace) -> Result:
+    result = Result(size)
+    workdir = Path(tempfile.mkdtemp(prefix=f"cairn-bench-{size}-", dir=args.tmp))
+    try:
+        corpus = Corpus(size)
+        result.sessions = len(corpus.sessions)
+        print(f"\n== {size:,} messages in {len(corpus.sessions):,} sessions ==", flush=True)
+        print("  load average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        corpus_file = workdir / "corpus.jsonl"
+        started = time.perf_counter()
+        with corpus_file.open("w", encoding="utf-8") as out:
+            for line in corpus.lines():
+                out.write(line + "\n")
+        result.generate_s = time.perf_counter() - started
+        print(
+            f"  corpus: {_mb(corpus_file.stat().st_size)} of JSONL, "
+            f"generated in {result.generate_s:.1f} s",
+            flush=True,
+        )
+        home = Home(workdir / "home")
+        store = SessionStore.open(home, Config())
+        result.import_s = _import(store, corpus_file, size)
+        result.per_second = size / result.import_s
+        db = database_path(home)
+        wal = db.with_name(db.name + "-wal")
+        result.db_bytes = db.stat().st_size
+        result.wal_bytes = wal.stat().st_size if wal.exists() else 0
+        print(
+            f"  import (import_sessions): {result.import_s:.1f} s, "
+            f"{result.per_second:,.0f} messages/s; database {_mb(result.db_bytes)} "
+            f"+ WAL {_mb(result.wal_bytes)}",
+            flush=True,
+        )
+        corpus_file.unlink()
+        tool = SessionSearch(store)
+        queries = build_queries(corpus)
+        for q in queries[:10]:  # open the pool's connection, warm the schema cache
+            _discover(tool, q)
+        timings: list[tuple[float, Q, dict[str, Any]]] = []
+        for q in queries:
+            start = time.perf_counter()
+            out = _discover(tool, q)
+            timings.append(((time.perf_counter() - start) * 1000, q, out))
+        result.discover = Stats.of([t for t, _, _ in timings])
+        print(
+            f"  discover: {result.discover}   p95/goal {result.discover.p95 / DISCOVER_GOAL_MS:.2f}"
+        )
+        by_category: dict[str, list[float]] = defaultdict(list)
+        by_form: dict[str, list[float]] = defaultdict(list)
+        empty = 0
+        for ms, q, out in timings:
+            by_category[q.category].append(ms)
+            by_form[out.get("matched_as", "none") if out["results"] else "no result"].append(ms)
+            empty += not out["results"]
+        for name, ms in sorted(by_category.items()):
+            print(f"    {name:22s} {Stats.of(ms)}")
+        print("    by the form that answered:")
+        for name, ms in sorted(by_form.items()):
+            print(f"    {name:22s} {Stats.of(ms)}")
+        print(f"    queries with no result: {empty}/{len(timings)}")
+        rare, common = [0, 0], [0, 0]
+        misses = []
+        for _, q, out in timings:
+            if q.needle is None:
+                continue
+            tally = rare if q.needle.kind == "rare" else common
+            ok = _needle_found(corpus, q, out)
+            tally[0] += ok
+            tally[1] += 1
+            if not ok:
+                misses.append(f"{q.needle.name} ({q.text!r}, form {out.get('matched_as')})")
+        result.needles_rare, result.needles_common = tuple(rare), tuple(common)  # type: ignore[assignment]
+        print(
+            f"  needles in top 3: rare-token {rare[0]}/{rare[1]}, "
+            f"common-parts {common[0]}/{common[1]}"
+        )
+        for miss in misses:
+            print(f"    missed: {miss}")
+        result.scroll = _scrolls(store, tool, args.scrolls)
+        print(f"  scroll:   {result.scroll}   p95/goal {result.scroll.p95 / SCROLL_GOAL_MS:.2f}")
+        if args.profile:
+            profile(tool, queries, timings)
+        result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  peak RSS of this process so far: {result.peak_rss_mb:,.0f} MB")
+        store.engine.dispose()
+        dispose_engines()
+        return result
+    finally:
+        if args.keep:
+            print(f"  kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _scrolls(store: SessionStore, tool: SessionSearch, count: int) -> Stats:
+    rng = random.Random(QUERY_SEED + 1)
+    with store.engine.connect() as conn:
+        top = conn.exec_driver_sql("SELECT max(id) FROM messages").scalar() or 0
+    calls = []
+    for _ in range(count):
+        message = store.message(rng.randint(1, top))
+        assert message is not None
+        direction = rng.choice(("around", "around", "forward", "backward"))
+        calls.append((message.session_id, message.id, direction))
+    for sid, anchor, direction in calls[:10]:
+        tool("scroll", session_id=sid, anchor_id=anchor, direction=direction)
+    samples = []
+    for sid, anchor, direction in calls:
+        start = time.perf_counter()
+        tool("scroll", session_id=sid, anchor_id=anchor, direction=direction)
+        samples.append((time.perf_counter() - start) * 1000)
+    return Stats.of(samples)
+
+
+# -- profile -------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Wraps backend and search methods to add up the wall time of each step of a query."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, float] = defaultdict(float)
+        self.forms: list[tuple[str, float, int]] = []  # form, ms, hits (None: not expressible)
+        self._undo: list[Callable[[], None]] = []
+
+    def reset(self) -> None:
+        self.steps = defaultdict(float)
+        self.forms = []
+
+    def wrap(self, owner: Any, name: str, step: str) -> None:
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        recorder = self
+
+        @functools.wraps(original)
+        def timed(*a: Any, **kw: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*a, **kw)
+            finally:
+                recorder.steps[step] += (time.perf_counter() - start) * 1000
+
+        setattr(owner, name, timed)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def wrap_hits(self, owner: Any) -> None:
+        original = owner.hits
+        recorder = self
+
+        @functools.wraps(original)
+        def timed(this: Any, query: Any, form: str, *a: Any, **kw: Any) -> Any:
+            start = time.perf_counter()
+            out = original(this, query, form, *a, **kw)
+            ms = (time.perf_counter() - start) * 1000
+            recorder.steps[f"hits:{form}"] += ms
+            recorder.forms.append((form, ms, -1 if out is None else len(out)))
+            return out
+
+        owner.hits = timed
+        self._undo.append(lambda: setattr(owner, "hits", original))
+
+    def undo(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+
+def profile(tool: SessionSearch, queries: list[Q], timings: list[tuple[float, Q, Any]]) -> None:
+    backend = fts_sqlite.SqliteFullText
+    recorder = Recorder()
+    recorder.wrap(backend, "_doc_count", "estimate: vocab look-ups")
+    recorder.wrap(backend, "max_id", "max(id)")
+    recorder.wrap_hits(backend)
+    recorder.wrap(backend, "snippet", "snippets")
+    recorder.wrap(search.SessionSearch, "_card", "cards (context, bookends)")
+    recorder.wrap(search.SessionSearch, "_filters", "filters (current session)")
+    totals: dict[str, float] = defaultdict(float)
+    per_query: list[tuple[float, Q, dict[str, float], list[tuple[str, float, int]]]] = []
+    try:
+        for q in queries:
+            recorder.reset()
+            start = time.perf_counter()
+            _discover(tool, q)
+            ms = (time.perf_counter() - start) * 1000
+            for k, v in recorder.steps.items():
+                totals[k] += v
+            totals["total"] += ms
+            per_query.append((ms, q, dict(recorder.steps), list(recorder.forms)))
+    finally:
+        recorder.undo()
+    print("  profile: wall time per step, summed over all queries (steps nest: hits includes")
+    print("  its estimate and max(id)):")
+    for step, ms in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"    {step:32s} {ms:9.1f} ms  {100 * ms / totals['total']:5.1f}%")
+    per_query.sort(key=lambda t: -t[0])
+    print("  slowest queries: steps, then each form tried (ms, hits), estimate vs actual matches:")
+    with tool.store.engine.connect() as conn:
+        fts = backend(conn)
+        for ms, q, steps, forms in per_query[:15]:
+            parts = ", ".join(
+                f"{k} {v:.1f}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])
+            )
+            print(f"    {ms:7.1f} ms  [{q.category}] {q.text!r} {q.options or ''}")
+            print(f"               {parts}")
+            parsed = parse_query(q.text)
+            for form, form_ms, hits in forms:
+                if hits < 0:
+                    continue
+                estimate, actual = _estimate_and_actual(fts, conn, parsed, form)
+                print(
+                    f"               {form:9s} {form_ms:7.1f} ms  hits {hits:3d}  "
+                    f"estimate {estimate:>9,}  actual matches {actual:>9,}"
+                )
+
+
+def _estimate_and_actual(fts: Any, conn: Any, parsed: Any, form: str) -> tuple[int, int]:
+    estimate = fts._estimate(parsed, form) if hasattr(fts, "_estimate") else -1
+    match, table = fts._match(parsed, form)
+    if match is None:
+        return estimate, 0
+    actual = conn.exec_driver_sql(
+        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)
+    ).scalar()
+    return estimate, int(actual or 0)
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def markdown(results: list[Result]) -> str:
+    head = (
+        "| messages | sessions | import | messages/s | database + WAL | discover p50 / p95 / max "
+        "| scroll p50 / p95 / max | needles in top 3 (rare / common parts) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    rows = []
+    for r in results:
+        assert r.discover is not None and r.scroll is not None
+        rows.append(
+            f"| {r.size:,} | {r.sessions:,} | {r.import_s:,.1f} s | {r.per_second:,.0f} "
+            f"| {r.db_bytes / 2**20:,.0f} + {r.wal_bytes / 2**20:,.0f} MB "
+            f"| {r.discover.p50:.1f} / {r.discover.p95:.1f} / {r.discover.max:.1f} ms "
+            f"| {r.scroll.p50:.2f} / {r.scroll.p95:.2f} / {r.scroll.max:.2f} ms "
+            f"| {r.needles_rare[0]}/{r.needles_rare[1]} / "
+            f"{r.needles_common[0]}/{r.needles_common[1]} |"
+        )
+    return head + "\n".join(rows)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version}, {platform.system()} {platform.release()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated message counts")
+    parser.add_argument("--scrolls", type=int, default=SCROLLS)
+    parser.add_argument("--profile", action="store_true", help="where discover spends its time")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary homes")
+    parser.add_argument("--tmp", default=None, help="folder for the temporary homes")
+    args = parser.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    print(f"machine: {machine()}")
+    print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"ranking budget (fts_sqlite.RANK_BUDGET): {fts_sqlite.RANK_BUDGET}")
+    results = [run_size(size, args) for size in sizes]
+    print(f"\ngoals: discover p95 <= {DISCOVER_GOAL_MS:g} ms, scroll p95 <= {SCROLL_GOAL_MS:g} ms")
+    for r in results:
+        assert r.discover is not None and r.scroll is not None
+        d_ok = "met" if r.discover.p95 <= DISCOVER_GOAL_MS else "MISSED"
+        s_ok = "met" if r.scroll.p95 <= SCROLL_GOAL_MS else "MISSED"
+        print(
+            f"  {r.size:>9,}: discover p95 {r.discover.p95:.1f} ms ({d_ok}, "
+            f"{r.discover.p95 / DISCOVER_GOAL_MS:.2f}x goal), scroll p95 {r.scroll.p95:.2f} ms "
+            f"({s_ok}, {r.scroll.p95 / SCROLL_GOAL_MS:.2f}x goal)"
+        )
+    print("\n" + markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
