@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -1444,8 +1445,21 @@ def scan(text: str) -> Verdict:
     """Scan one memory entry; ``blocked`` is True if anything at all was found."""
     if not isinstance(text, str):
         raise TypeError(f"scan() expects str, not {type(text).__name__}")
+    if len(text) <= _CACHED_CHARS:
+        return _scan_cached(text)
+    return _scan_uncached(text)
+
+
+def _scan_uncached(text: str) -> Verdict:
     findings = _scan_findings(text, _Budget())
     return Verdict(blocked=bool(findings), findings=findings)
+
+
+# The same entries are scanned again and again: at every session start, on approval replays,
+# by the desktop client. Verdicts are immutable, so they can be shared; only entry-sized texts
+# are kept, so the cache stays a few megabytes at most.
+_CACHED_CHARS = 4096
+_scan_cached = functools.lru_cache(maxsize=1024)(_scan_uncached)
 
 
 def iter_rule_ids() -> Iterator[str]:
