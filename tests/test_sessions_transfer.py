@@ -298,3 +298,17 @@ def test_a_batch_the_database_refuses_is_retried_session_by_session(
     assert [(e.line, e.message) for e in report.errors] == [
         (2, "the database refused this session: CHECK constraint failed")
     ]
+
+
+def test_large_imports_leave_merged_indexes(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large import ends by merging each full-text index into one segment; searching and the
+    integrity check still agree afterwards."""
+    monkeypatch.setattr(transfer, "OPTIMIZE_AFTER", 10)
+    lines = [_line(f"big{i}", f"bulk import line {i}", "pelican sighting") for i in range(20)]
+    assert import_sessions(store, lines, batch_size=3).messages_imported == 40
+    if store.engine.dialect.name == "sqlite":
+        assert maintenance.check(store).ok
+    found = SessionSearch(store)("discover", query="bulk import line 7")["results"]
+    assert found[0]["session_id"] == "big7"

@@ -292,6 +292,22 @@ def reindex(
     )
 
 
+def optimize(store: SessionStore) -> None:
+    """Merge each full-text index into a single segment (SQLite only).
+
+    Bulk imports leave many segments behind, and every query reads each one; merged, the
+    common-term and phrase queries of a large history read one b-tree per term instead.
+    """
+    if store.engine.dialect.name != "sqlite":
+        return
+    for table in FTS_TABLES:
+        store._write(
+            lambda conn, table=table: conn.exec_driver_sql(
+                f"INSERT INTO {table}({table}) VALUES ('optimize')"
+            )
+        )
+
+
 def describe_check(report: CheckReport) -> str:
     lines = [
         "integrity: " + ("ok" if report.integrity == ["ok"] else "; ".join(report.integrity[:5]))

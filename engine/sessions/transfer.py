@@ -31,9 +31,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import DataError, IntegrityError
 
+from engine.sessions import maintenance
 from engine.sessions.store import SessionStore, messages_t, sessions_t, storable
 
 DEFAULT_BATCH_SIZE = 500
+# An import this large leaves the full-text indexes in many segments: merge them afterwards.
+OPTIMIZE_AFTER = 50_000
 # A batch is also cut when it holds this many messages, so a file of a few huge sessions
 # does not sit in memory all at once.
 MAX_BATCH_MESSAGES = 20_000
@@ -335,6 +338,8 @@ def import_sessions(
                 progress(number, report.messages_imported)
     importer.flush(batch)
     importer.link_late_parents()
+    if report.messages_imported >= OPTIMIZE_AFTER:
+        maintenance.optimize(store)
     if progress is not None:
         progress(report.lines_read, report.messages_imported)
     report.seconds = time.perf_counter() - started
