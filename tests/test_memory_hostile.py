@@ -361,7 +361,7 @@ def test_empty_old_text_is_invalid(home: Home, action: str, old_text: str) -> No
 
 
 WRONG_TYPES: list[tuple[Any, str]] = [
-    ([{"action": "add", "content": 123}], "operations[0] content: Input should be a valid string"),
+    ([{"action": "add", "content": 123}], "operations[0].content: Input should be a valid string"),
     ([{"action": "add", "content": None}], "content: Input should be a valid string"),
     ("x", "operations must be a list of {action, ...} objects"),
     ({"operations": "x"}, "operations must be a list of {action, ...} objects"),
@@ -375,7 +375,7 @@ WRONG_TYPES: list[tuple[Any, str]] = [
     ([{"action": "add", "content": "x", "sudo": True}], "sudo: Extra inputs are not permitted"),
     (
         [{"action": "add", "content": "ok"}, {"action": "remove", "old_text": 7}],
-        "operations[1] old_text: Input should be a valid string",
+        "operations[1].old_text: Input should be a valid string",
     ),
 ]
 

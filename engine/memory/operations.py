@@ -59,9 +59,10 @@ def parse_operations(data: Any) -> list[AddOp | ReplaceOp | RemoveOp]:
     except ValidationError as exc:
         problems = []
         for err in exc.errors()[:5]:
-            where = "operations[" + "].".join(str(p) for p in err["loc"][:1]) + "]"
-            field = ".".join(str(p) for p in err["loc"][2:] or err["loc"][1:2])
-            problems.append(f"{where} {field}: {err['msg']}".strip())
+            # loc is (index, action tag, field...): name the operation and the field, if any.
+            index, fields = err["loc"][0], [str(p) for p in err["loc"][2:]]
+            where = f"operations[{index}]" + ("." + ".".join(fields) if fields else "")
+            problems.append(f"{where}: {err['msg']}")
         raise MemoryToolError("invalid", "malformed operations: " + "; ".join(problems)) from exc
 
 
