@@ -98,7 +98,7 @@ HOSTS = (
     "github.com",
     "docs.python.org",
     "stackoverflow.com",
-    "pypi.org",
+    "readthedocs.io",
     "developer.mozilla.org",
     "kubernetes.io",
     "example.com",
