@@ -86,3 +86,23 @@ def run_cairn(
     return subprocess.run(
         argv, input=stdin, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
     )
+
+
+def insert_behind_the_index(store: SessionStore, session_id: str, content: str) -> None:
+    """Write a message the way a bug or another tool could: with the indexing trigger off,
+    so the SQLite full-text indexes no longer match the table."""
+    from sqlalchemy import text
+
+    with store.engine.begin() as conn:
+        trigger = conn.execute(
+            text("SELECT sql FROM sqlite_master WHERE name = 'messages_ai'")
+        ).scalar_one()
+        conn.execute(text("DROP TRIGGER messages_ai"))
+        conn.execute(
+            text(
+                "INSERT INTO messages(session_id, role, content, timestamp) "
+                "VALUES (:sid, 'user', :content, 1)"
+            ),
+            {"sid": session_id, "content": content},
+        )
+        conn.execute(text(trigger))

@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from engine import cli
 from engine.db import dispose_engines
 from engine.home import Home
 from engine.sessions.store import NewMessage, SessionStore
-from tests.conftest import run_cairn
+from tests.conftest import insert_behind_the_index, run_cairn
 
 
 def _ok(proc: subprocess.CompletedProcess[str], code: int = 0) -> subprocess.CompletedProcess[str]:
@@ -177,18 +176,7 @@ def test_export_import_export_is_identical(home: Home, tmp_path: Path) -> None:
 
 def test_reindex_check_finds_and_fixes_a_stale_index(home: Home) -> None:
     store = _fill(home)
-    with store.engine.begin() as conn:
-        trigger = conn.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'messages_ai'")
-        ).scalar_one()
-        conn.execute(text("DROP TRIGGER messages_ai"))
-        conn.execute(
-            text(
-                "INSERT INTO messages(session_id, role, content, timestamp) "
-                "VALUES ('other-0004', 'user', 'the pangolin budget', 1)"
-            )
-        )
-        conn.execute(text(trigger))
+    insert_behind_the_index(store, "other-0004", "the pangolin budget")
     dispose_engines()
     report = _json(run_cairn("sessions", "reindex", "--check", "--json", home=home), 1)
     assert report["ok"] is False and report["integrity"] == ["ok"]

@@ -14,6 +14,7 @@ from engine.home import Home
 from engine.sessions import maintenance
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
+from tests.conftest import insert_behind_the_index
 
 
 def _filled(home: Home, sessions: int = 40) -> SessionStore:
@@ -70,18 +71,7 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
 
 def test_messages_written_without_triggers_are_indexed_by_reindex(home: Home) -> None:
     store = _filled(home, 2)
-    with store.engine.begin() as conn:
-        trigger = conn.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'messages_ai'")
-        ).scalar_one()
-        conn.execute(text("DROP TRIGGER messages_ai"))
-        conn.execute(
-            text(
-                "INSERT INTO messages(session_id, role, content, timestamp) "
-                "VALUES ('s000', 'user', 'the quokka migration plan', 1)"
-            )
-        )
-        conn.execute(text(trigger))
+    insert_behind_the_index(store, "s000", "the quokka migration plan")
     assert _found(store, "quokka") == []
     report = maintenance.check(store)
     assert not report.ok
