@@ -47,11 +47,10 @@ def _reset_postgres(url: str) -> None:
     engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, home: Home) -> SessionStore:
-    """A session store on each backend: the embedded SQLite file, and a real PostgreSQL
-    server (emptied first) when one is configured."""
-    if request.param == "sqlite":
+def open_store(backend: str, home: Home) -> SessionStore:
+    """A session store on ``backend``: the embedded SQLite file, or a real PostgreSQL server
+    (emptied first) when one is configured; skipped, or failed in CI, when it is not."""
+    if backend == "sqlite":
         return SessionStore.open(home, Config())
     url = os.environ.get(PG_URL_ENV)
     if not url:
@@ -60,6 +59,12 @@ def store(request: pytest.FixtureRequest, home: Home) -> SessionStore:
         pytest.skip(f"no PostgreSQL server: set {PG_URL_ENV} to run these tests on it")
     _reset_postgres(url)
     return SessionStore.open(home, Config(database=DatabaseConfig(url=url)))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, home: Home) -> SessionStore:
+    """A session store on each backend."""
+    return open_store(request.param, home)
 
 
 @pytest.fixture

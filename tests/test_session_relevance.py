@@ -12,25 +12,22 @@ newest matches of a common term, and rare terms found over the whole history.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
 
-from engine.config import Config, DatabaseConfig
+from engine.config import Config
 from engine.db import dispose_engines
 from engine.home import Home
 from engine.sessions import fts_sqlite
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
+from tests.conftest import open_store
 
 T0 = 1_700_000_000.0  # 2023-11-14
 DAY = 86_400.0
-PG_URL_ENV = "CAIRN_TEST_PG_URL"
-PG_REQUIRED_ENV = "CAIRN_TEST_PG_REQUIRED"
 
 
 @dataclass
@@ -471,30 +468,13 @@ def _build(store: SessionStore, history: list[S]) -> None:
         store.append(s.key, messages)
 
 
-def _postgres_store(home: Home) -> SessionStore:
-    url = os.environ.get(PG_URL_ENV)
-    if not url:
-        if os.environ.get(PG_REQUIRED_ENV):
-            pytest.fail(f"{PG_REQUIRED_ENV} is set but {PG_URL_ENV} is not")
-        pytest.skip(f"no PostgreSQL server: set {PG_URL_ENV} to run these tests on it")
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-        conn.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
-    return SessionStore.open(home, Config(database=DatabaseConfig(url=url)))
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def search(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SessionSearch]:
     """The history written once per backend; every query test of the module reads it."""
     home = Home(tmp_path_factory.mktemp("relevance") / "home")
-    if request.param == "sqlite":
-        store = SessionStore.open(home, Config())
-    else:
-        store = _postgres_store(home)
+    store = open_store(request.param, home)
     _build(store, HISTORY)
     yield SessionSearch(store)
     store.engine.dispose()

@@ -212,13 +212,6 @@ class SessionStore:
             )
         )
 
-    def set_title(self, session_id: str, title: str) -> None:
-        self._write(
-            lambda conn: conn.execute(
-                update(sessions_t).where(sessions_t.c.id == session_id).values(title=title)
-            )
-        )
-
     def delete_session(self, session_id: str) -> bool:
         """Delete a session and its messages; its children keep their own transcripts."""
 
