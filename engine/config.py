@@ -7,11 +7,19 @@ Cairn does not know survive untouched.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from engine.fsutil import atomic_write_text, locked
 from engine.home import Home
@@ -31,7 +39,8 @@ class MemoryConfig(_Section):
     user_profile_enabled: bool = True
     memory_char_limit: int = Field(default=2200, ge=1, le=1_000_000)
     user_char_limit: int = Field(default=1375, ge=1, le=1_000_000)
-    write_approval: bool = False
+    # Unset: on with the in-process tiny model (it writes poor memories), off otherwise.
+    write_approval: bool | None = None
     nudge_interval: int = Field(default=10, ge=0)
     provider: str | None = None
 
@@ -67,11 +76,88 @@ class DatabaseConfig(_Section):
         return value
 
 
+class ModelConfig(_Section):
+    """Which model answers. ``provider`` ``openai`` is any OpenAI-compatible endpoint (Ollama,
+    LM Studio, llama.cpp's server, vLLM, OpenRouter …); ``local`` runs a GGUF file in-process;
+    ``none`` means no model yet. Any other name (``openrouter``, ``ollama``, ``custom`` as other
+    agents sharing the home write it) is an OpenAI-compatible endpoint too.
+
+    The API key is never stored here: ``api_key_env`` names the environment variable holding it.
+    """
+
+    provider: str = "none"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    # None: asked of the server where it says (llama.cpp, LM Studio, Ollama), else 8,192.
+    context_length: int | None = Field(default=None, ge=512)
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    gguf_path: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError(
+                "api_key_env names an environment variable (like OPENROUTER_API_KEY), "
+                "not the key itself"
+            )
+        return value
+
+
+class AuxiliaryTask(_Section):
+    """Overrides for one background task; every unset field falls back to ``model``."""
+
+    provider: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    context_length: int | None = Field(default=None, ge=512)
+    timeout: float | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+
+
+class AuxiliaryConfig(_Section):
+    compression: AuxiliaryTask = Field(default_factory=AuxiliaryTask)
+    background_review: AuxiliaryTask = Field(default_factory=AuxiliaryTask)
+
+
+class AgentConfig(_Section):
+    max_iterations: int = Field(default=25, ge=1, le=500)
+    # Characters of the project context file; None scales it with the model's context.
+    context_file_max_chars: int | None = Field(default=None, ge=1000)
+
+
 class Config(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     display: DisplayConfig = Field(default_factory=DisplayConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+
+    @model_validator(mode="after")
+    def _default_approval(self) -> Config:
+        if self.memory.write_approval is None:
+            self.memory.write_approval = self.model.provider == "local"
+        return self
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_name_only(cls, value: Any) -> Any:
+        # Other agents sharing the home write `model: some/model-name`; keep it as the name.
+        if isinstance(value, str):
+            return {"model": value}
+        if (
+            isinstance(value, dict)
+            and "model" not in value
+            and isinstance(value.get("default"), str)
+        ):
+            return {**value, "model": value["default"]}
+        return value
 
 
 def _read_raw(path: Path) -> dict[str, Any]:

@@ -5,18 +5,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 
-from engine.config import Config, DatabaseConfig, MemoryConfig
+from engine.config import Config, DatabaseConfig, MemoryConfig, update_config
 from engine.db import dispose_engines
 from engine.home import Home
 from engine.memory.service import MemoryService
 from engine.sessions.store import SessionStore
+from tests.scripted_server import ScriptedServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,3 +112,30 @@ def insert_behind_the_index(store: SessionStore, session_id: str, content: str) 
             {"sid": session_id, "content": content},
         )
         conn.execute(text(trigger))
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedServer]:
+    """A scripted OpenAI-compatible server on loopback; queue steps with ``scripted.add``."""
+    server = ScriptedServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model_home(home: Home, scripted: ScriptedServer) -> Home:
+    """A home whose config.yaml points the model at the scripted server."""
+    update_config(
+        home,
+        {
+            "model": {
+                "provider": "openai",
+                "base_url": scripted.url,
+                "model": scripted.model,
+                "context_length": scripted.context_length,
+                "timeout": 10,
+                "max_retries": 0,
+            }
+        },
+    )
+    return home
