@@ -1,0 +1,1 @@
+"""Files Cairn ships: the default persona and the icons."""
