@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from engine import __version__
+from engine import __version__, chat_cli
 from engine.config import ConfigError, load_config
 from engine.home import HomeError, resolve_home
 from engine.memory import cli as memory_cli
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui.set_defaults(handler=_gui)
     memory_cli.register(sub, common)
     sessions_cli.register(sub, common)
+    chat_cli.register(sub, common)
     return parser
 
 

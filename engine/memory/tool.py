@@ -106,3 +106,25 @@ class MemoryTool:
         elif args:
             raise MemoryToolError("invalid", "give either operations or a single action, not both")
         return self.service.write(target, operations, origin=self.origin)
+
+
+_VERBS = {"add": "added", "replace": "replaced", "remove": "removed"}
+
+
+def summarize(arguments: dict[str, Any], result: dict[str, Any]) -> str:
+    """One line for the chat pane: ``memory: added 1 entry (62%)``."""
+    label = "user profile" if arguments.get("target") == "user" else "memory"
+    if not result.get("ok"):
+        return f"{label}: refused ({result.get('error', 'error')})"
+    if result.get("status") == "staged":
+        return f"{label}: change staged for approval ({result.get('pending_id')})"
+    if result.get("status") == "unchanged":
+        return f"{label}: already saved"
+    ops = arguments.get("operations") or [arguments]
+    counts: dict[str, int] = {}
+    for op in ops:
+        verb = _VERBS.get(str(op.get("action")) if isinstance(op, dict) else "", "changed")
+        counts[verb] = counts.get(verb, 0) + 1
+    parts = [f"{verb} {n} entr{'y' if n == 1 else 'ies'}" for verb, n in counts.items()]
+    percent = (result.get("usage") or {}).get("percent")
+    return f"{label}: {', '.join(parts)}" + (f" ({percent}%)" if percent is not None else "")

@@ -212,6 +212,19 @@ class SessionStore:
             )
         )
 
+    def add_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
+        """Add one model call's token counts to the session's counters."""
+        self._write(
+            lambda conn: conn.execute(
+                update(sessions_t)
+                .where(sessions_t.c.id == session_id)
+                .values(
+                    input_tokens=sessions_t.c.input_tokens + max(0, input_tokens),
+                    output_tokens=sessions_t.c.output_tokens + max(0, output_tokens),
+                )
+            )
+        )
+
     def delete_session(self, session_id: str) -> bool:
         """Delete a session and its messages; its children keep their own transcripts."""
 

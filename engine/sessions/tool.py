@@ -233,3 +233,15 @@ class SessionSearchTool:
             )
             out["truncated"] = omitted
         return out
+
+
+def summarize(arguments: dict[str, Any], result: dict[str, Any]) -> str:
+    """One line for the chat pane: ``session_search: 3 sessions for "deploy"``."""
+    if not result.get("ok"):
+        return f"session_search: failed ({result.get('error', 'error')})"
+    mode = arguments.get("mode") or "discover"
+    if mode == "discover":
+        found = len(result.get("results") or [])
+        plural = "s" if found != 1 else ""
+        return f"session_search: {found} session{plural} for {arguments.get('query', '')!r}"
+    return f"session_search: {mode}"

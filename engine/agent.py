@@ -1,0 +1,484 @@
+"""The turn loop: one conversation with a model, its tools, and the stores behind them.
+
+An :class:`Agent` owns the current session. Its system prompt is built once when the session
+starts and sent byte-identical on every call (a stable prefix providers can cache); memory
+written mid-session reaches the prompt only in the next session or after compression. Every
+message is written to the session store the moment it exists, so a crash, a cancel or a
+failed call leaves a transcript that reads as what happened.
+
+The agent runs on one thread (the CLI's, or the desktop client's worker); ``cancel`` may be
+called from any other. Events go to ``listener`` on the agent's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.compression import CompressionAborted, Compressor, needs_compression
+from engine.config import Config, load_config
+from engine.home import Home
+from engine.memory import tool as memory_tool
+from engine.memory.entries import Target
+from engine.memory.errors import MemoryToolError
+from engine.memory.service import MemoryService
+from engine.prompt import SystemPrompt, build_system_prompt
+from engine.providers import make_provider
+from engine.providers.base import CancelToken, ChatMessage, ChatProvider, ProviderError, Reply
+from engine.review import BackgroundReview
+from engine.sessions import tool as sessions_tool
+from engine.sessions.search import SessionSearch
+from engine.sessions.store import NewMessage, SessionInfo, SessionStore
+from engine.tools import Tool, ToolOutcome, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+TITLE_CHARS = 80
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenReceived:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    summary: str
+    ok: bool
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should see besides the reply (memory saved, compression, errors)."""
+
+    kind: str  # memory | review | compression | session | error | info
+    text: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    session_id: str
+    parent_session_id: str | None
+    reason: str  # start | new | compression
+
+
+@dataclass(frozen=True)
+class ReplyFinished:
+    content: str
+    cancelled: bool
+
+
+AgentEvent = TokenReceived | ToolStarted | ToolFinished | Notice | SessionStarted | ReplyFinished
+Listener = Callable[[AgentEvent], None]
+
+
+@dataclass
+class TurnResult:
+    reply: str = ""
+    cancelled: bool = False
+    error: str | None = None
+    error_kind: str | None = None
+    iterations: int = 0
+    tool_calls: int = 0
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+
+
+# -- the agent -------------------------------------------------------------------------------
+
+
+class Agent:
+    def __init__(
+        self,
+        home: Home,
+        config: Config | None = None,
+        *,
+        provider: ChatProvider | None = None,
+        store: SessionStore | None = None,
+        source: str = "cli",
+        cwd: Path | None = None,
+        listener: Listener | None = None,
+        extra_tools: Sequence[Tool] = (),
+        background_review: bool = True,
+    ) -> None:
+        self.home = home
+        self.config = config if config is not None else load_config(home)
+        self.source = source
+        self.cwd = cwd
+        self.listener = listener
+        self.store = store if store is not None else SessionStore.open(home, self.config)
+        self._provider = provider
+        self._extra_tools = list(extra_tools)
+        self._cancel = CancelToken()
+        self._busy = threading.Lock()
+        self.user_turns = 0
+        # Callables given the conversation before compression; their text (an external memory
+        # provider's notes) goes to the summariser with the messages.
+        self.pre_compress_hooks: list[Callable[[list[ChatMessage]], str]] = []
+        self.review = BackgroundReview(self) if background_review else None
+        self.messages: list[ChatMessage] = []
+        self.session: SessionInfo | None = None
+        self.session_id = ""
+        self.parent_session_id: str | None = None
+        self.memory = MemoryService(home, self.config)
+        self.search_tool = sessions_tool.SessionSearchTool(SessionSearch(self.store))
+        self._memory_tool = memory_tool.MemoryTool(self.memory)
+        self.tools = self._registry()
+        self.prompt: SystemPrompt = self._build_prompt()
+        self._new_session_id(parent=None)
+        self._emit(SessionStarted(self.session_id, None, "start"))
+
+    # -- setup ---------------------------------------------------------------------------
+
+    @property
+    def provider(self) -> ChatProvider:
+        """The main model, created on first use so everything else works without one."""
+        if self._provider is None:
+            self._provider = make_provider(self.config, "main")
+        return self._provider
+
+    @property
+    def has_model(self) -> bool:
+        if self._provider is not None:
+            return True
+        try:
+            self._provider = make_provider(self.config, "main")
+        except ProviderError:
+            return False
+        return True
+
+    def _registry(self) -> ToolRegistry:
+        registry = ToolRegistry()
+        if self.config.memory.memory_enabled or self.config.memory.user_profile_enabled:
+            registry.register(
+                Tool(
+                    "memory",
+                    memory_tool.SCHEMA,
+                    self._memory_tool,
+                    memory_tool.summarize,
+                    parallel_safe=False,
+                )
+            )
+        registry.register(
+            Tool("session_search", sessions_tool.SCHEMA, self.search_tool, sessions_tool.summarize)
+        )
+        for tool in self._extra_tools:
+            registry.register(tool)
+        return registry
+
+    def _context_length(self) -> int:
+        configured = self.config.model.context_length
+        if configured:
+            return configured
+        if self._provider is None and not self.has_model:
+            return 8192
+        return self.provider.context_length
+
+    def _build_prompt(self) -> SystemPrompt:
+        # What the frozen prompt holds, kept so a client can show what changed on disk since.
+        self.memory_at_start = self._entries_now()
+        prompt = build_system_prompt(
+            self.home,
+            self.config,
+            memory=self.memory,
+            tool_names=self.tools.names(),
+            context_length=self._context_length(),
+            cwd=self.cwd,
+        )
+        for warning in prompt.warnings:
+            self._emit(Notice("info", warning))
+        return prompt
+
+    def _entries_now(self) -> dict[str, list[str]]:
+        entries = {}
+        for target in Target:
+            try:
+                entries[target.value] = self.memory.read(target).entries
+            except MemoryToolError:
+                entries[target.value] = []
+        return entries
+
+    def memory_changes_since_start(self) -> dict[str, dict[str, list[str]]]:
+        """Entries added to and removed from each file on disk since the prompt was frozen;
+        they reach the model next session (or after compression)."""
+        now = self._entries_now()
+        changes = {}
+        for target, before in self.memory_at_start.items():
+            after = now.get(target, [])
+            changes[target] = {
+                "added": [e for e in after if e not in before],
+                "removed": [e for e in before if e not in after],
+            }
+        return changes
+
+    def _new_session_id(self, parent: str | None) -> None:
+        # The row is written with the first message, so opening and closing the app without
+        # talking leaves no empty sessions behind.
+        self.session = None
+        self.session_id = uuid.uuid4().hex
+        self.parent_session_id = parent
+        self.memory.session_id = self.session_id
+        self.search_tool.current_session_id = self.session_id
+
+    def _ensure_session(self, title_hint: str) -> None:
+        if self.session is not None:
+            return
+        title = " ".join(title_hint.split())[:TITLE_CHARS] or None
+        self.session = self.store.create_session(
+            session_id=self.session_id,
+            source=self.source,
+            title=title,
+            model=self._model_name(),
+            system_prompt=self.prompt.text,
+            parent_session_id=self.parent_session_id,
+        )
+
+    def _model_name(self) -> str | None:
+        try:
+            return self.provider.name if self.has_model else None
+        except ProviderError:
+            return None
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self.listener is None:
+            return
+        try:
+            self.listener(event)
+        except Exception:  # a broken view must not break the conversation
+            log.exception("agent listener failed on %s", type(event).__name__)
+
+    # -- persistence -------------------------------------------------------------------
+
+    def _record(self, message: ChatMessage) -> None:
+        """Keep ``message`` in the conversation and in the store, in that order of truth."""
+        self.messages.append(message)
+        self._ensure_session(str(message.get("content") or ""))
+        assert self.session is not None
+        self.store.append(
+            self.session_id,
+            [
+                NewMessage(
+                    role=message["role"],
+                    content=str(message.get("content") or ""),
+                    tool_calls=message.get("tool_calls"),
+                    tool_call_id=message.get("tool_call_id"),
+                    tool_name=message.get("name"),
+                )
+            ],
+        )
+
+    # -- control -------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the reply in progress (from any thread); the transcript stays consistent."""
+        self._cancel.cancel()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy.locked()
+
+    def send(self, text: str) -> TurnResult:
+        """One user turn: the reply, with every tool round it needs."""
+        if not self._busy.acquire(blocking=False):
+            return TurnResult(error="a reply is already in progress", error_kind="busy")
+        try:
+            self._cancel = CancelToken()
+            return self._turn(text)
+        finally:
+            self._busy.release()
+
+    def _turn(self, text: str) -> TurnResult:
+        result = TurnResult()
+        try:
+            provider = self.provider
+        except ProviderError as exc:
+            result.error, result.error_kind = str(exc), exc.kind
+            self._emit(Notice("error", str(exc)))
+            return result
+        self._memory_tool.begin_turn()
+        self._record({"role": "user", "content": text})
+        self.user_turns += 1
+        limit = self.config.agent.max_iterations
+        while True:
+            if result.iterations >= limit:
+                result.error = (
+                    f"stopped after {limit} model calls in one turn (agent.max_iterations); "
+                    "ask again to continue"
+                )
+                result.error_kind = "iteration_limit"
+                self._emit(Notice("error", result.error))
+                break
+            self._maybe_compress()
+            result.iterations += 1
+            try:
+                reply = provider.chat(
+                    [self._system_message(), *self.messages],
+                    tools=self.tools.schemas(),
+                    temperature=self.config.model.temperature,
+                    on_token=lambda piece: self._emit(TokenReceived(piece)),
+                    cancel=self._cancel,
+                )
+            except ProviderError as exc:
+                if exc.partial:
+                    self._record({"role": "assistant", "content": exc.partial})
+                result.reply = exc.partial
+                result.error, result.error_kind = str(exc), exc.kind
+                self._emit(Notice("error", str(exc)))
+                break
+            self._count_usage(reply)
+            if reply.cancelled:
+                # A half-streamed tool call is dropped: it never ran, so it has no result.
+                if reply.content:
+                    self._record({"role": "assistant", "content": reply.content})
+                result.reply, result.cancelled = reply.content, True
+                break
+            self._record(reply.to_message())
+            result.reply = reply.content
+            if not reply.tool_calls:
+                break
+            outcomes = self._run_tools(reply)
+            result.tool_calls += len(outcomes)
+            result.outcomes.extend(outcomes)
+            if self._cancel.cancelled:
+                result.cancelled = True
+                break
+        self._emit(ReplyFinished(result.reply, result.cancelled))
+        if not result.cancelled and result.error is None and self.review is not None:
+            self.review.after_turn()
+        return result
+
+    def _system_message(self) -> ChatMessage:
+        return {"role": "system", "content": self.prompt.text}
+
+    def _count_usage(self, reply: Reply) -> None:
+        if reply.usage is None or self.session is None:
+            return
+        try:
+            self.store.add_usage(
+                self.session_id, reply.usage.input_tokens, reply.usage.output_tokens
+            )
+        except Exception as exc:  # counters are nice to have; the transcript is what matters
+            log.warning("could not record token usage: %s", exc)
+
+    def _run_tools(self, reply: Reply) -> list[ToolOutcome]:
+        for call in reply.tool_calls:
+            self._emit(ToolStarted(call.id, call.name, call.arguments))
+
+        def done(outcome: ToolOutcome) -> None:
+            self._record(outcome.to_message())
+            self._emit(
+                ToolFinished(
+                    outcome.call.id,
+                    outcome.call.name,
+                    outcome.summary,
+                    outcome.ok,
+                    outcome.result,
+                )
+            )
+
+        return self.tools.run(
+            reply.tool_calls, on_done=done, should_stop=lambda: self._cancel.cancelled
+        )
+
+    # -- sessions and compression --------------------------------------------------------
+
+    def new_session(self) -> None:
+        """End this session and start a fresh one with a freshly built prompt."""
+        if self.session is not None:
+            self.store.end_session(self.session_id, "new_session")
+        self.messages = []
+        self.user_turns = 0
+        self.prompt = self._build_prompt()
+        self._new_session_id(parent=None)
+        self._emit(SessionStarted(self.session_id, None, "new"))
+
+    def close(self) -> None:
+        if self.review is not None:
+            self.review.wait(timeout=30)
+        if self.session is not None and self.session.ended_at is None:
+            self.store.end_session(self.session_id, "closed")
+            self.session = self.session.model_copy(update={"ended_at": time.time()})
+
+    def _maybe_compress(self) -> None:
+        if not self.messages:
+            return
+        context = self._context_length()
+        if needs_compression(
+            self.prompt.text, self.messages, context, self.config.compression.threshold
+        ):
+            self.compress(requested=False)
+
+    def compress(self, focus: str | None = None, *, requested: bool = True) -> bool:
+        """Summarise the middle of the conversation and continue in a child session.
+
+        ``requested`` (``/compress``) keeps only the minimum tail; the automatic trigger keeps
+        a token-budgeted one. Returns False (session unchanged) when there is nothing to
+        compress or the summariser could not be reached.
+        """
+        extra = []
+        for hook in self.pre_compress_hooks:
+            try:
+                extra.append(hook(list(self.messages)))
+            except Exception as exc:  # a provider's notes are optional; compression is not
+                log.warning("pre-compress hook failed: %s", exc)
+        try:
+            compressor = Compressor(
+                make_provider(self.config, "compression"),
+                threshold=self.config.compression.threshold,
+                context_length=self._context_length(),
+            )
+            outcome = compressor.compress(
+                self.prompt.text,
+                self.messages,
+                focus=focus,
+                extra_context="\n\n".join(e for e in extra if e),
+                cancel=self._cancel,
+                tail_tokens=0 if requested else None,
+            )
+        except (CompressionAborted, ProviderError) as exc:
+            self._emit(Notice("compression", f"compression skipped, session unchanged: {exc}"))
+            return False
+        if not outcome.compressed:
+            self._emit(Notice("compression", outcome.note or "nothing to compress yet"))
+            return False
+        old_id = self.session_id
+        if self.session is not None:
+            self.store.end_session(old_id, "compression")
+        self._new_session_id(parent=old_id if self.session is not None else self.parent_session_id)
+        # Rebuilt: memory written earlier in the session now reaches the prompt.
+        self.prompt = self._build_prompt()
+        self.messages = []
+        for message in outcome.messages:
+            self._record(message)
+        how = (
+            " (fallback summary: the summariser's answer was unusable)" if outcome.fallback else ""
+        )
+        self._emit(
+            Notice(
+                "compression",
+                f"compressed {outcome.summarised} messages into a summary{how}; "
+                f"continuing in session {self.session_id[:8]}",
+                outcome.summary,
+            )
+        )
+        self._emit(SessionStarted(self.session_id, old_id, "compression"))
+        return True

@@ -1,0 +1,242 @@
+"""``cairn chat`` (the terminal REPL and ``-q`` one-shot) and ``cairn model`` (which model).
+
+The reply runs on a worker thread so Ctrl-C on the main thread can stop it mid-stream: the
+partial reply is kept in the transcript and the prompt comes back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.agent import (
+    Agent,
+    AgentEvent,
+    Notice,
+    SessionStarted,
+    TokenReceived,
+    ToolFinished,
+    TurnResult,
+)
+from engine.commands import is_command, run_command
+from engine.config import load_config, update_config
+from engine.providers import make_provider
+from engine.providers.base import ProviderError
+from engine.providers.detect import detect_local_servers
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    chat = sub.add_parser("chat", parents=[common], help="talk to the agent in the terminal")
+    chat.add_argument("-q", "--query", help="send one message, print the reply and exit")
+    chat.set_defaults(handler=_chat)
+
+    model = sub.add_parser("model", parents=[common], help="show or choose the model")
+    cmds = model.add_subparsers(dest="model_command", metavar="ACTION")
+    model.set_defaults(handler=_model_show)
+    show = cmds.add_parser("show", parents=[common], help="the configured model (default)")
+    show.set_defaults(handler=_model_show)
+    use = cmds.add_parser("set", parents=[common], help="use an OpenAI-compatible endpoint")
+    use.add_argument("--provider", default="openai", help="openai (default) or local")
+    use.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1")
+    use.add_argument("--model", dest="model_name", help="model name as the server knows it")
+    use.add_argument("--api-key-env", help="name of the environment variable holding the key")
+    use.add_argument("--context-length", type=int, help="tokens; default: asked of the server")
+    use.add_argument("--gguf", help="a GGUF file for the local provider")
+    use.set_defaults(handler=_model_set)
+    detect = cmds.add_parser("detect", parents=[common], help="find model servers on this machine")
+    detect.add_argument("--use", action="store_true", help="configure the first one found")
+    detect.set_defaults(handler=_model_detect)
+
+
+# -- chat ------------------------------------------------------------------------------------
+
+
+class _Printer:
+    """Writes agent events to a terminal as they happen."""
+
+    def __init__(self, out: TextIO, err: TextIO, notifications: str) -> None:
+        self.out, self.err = out, err
+        self.notifications = notifications
+        self.mid_line = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, TokenReceived):
+            self.out.write(event.text)
+            self.out.flush()
+            self.mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolFinished):
+            self._line(f"  · {event.summary}")
+        elif isinstance(event, Notice):
+            if event.kind == "memory" and self.notifications == "off":
+                return
+            self._line(event.text, self.err if event.kind == "error" else self.out)
+            if event.detail and (event.kind != "memory" or self.notifications == "verbose"):
+                self._line(event.detail)
+        elif isinstance(event, SessionStarted) and event.reason == "compression":
+            self._line(f"  (continuing in session {event.session_id[:8]})")
+
+    def _line(self, text: str, stream: TextIO | None = None) -> None:
+        stream = stream or self.out
+        if self.mid_line:
+            self.out.write("\n")
+            self.mid_line = False
+        stream.write(text + "\n")
+        stream.flush()
+
+    def end_reply(self) -> None:
+        if self.mid_line:
+            self.out.write("\n")
+            self.mid_line = False
+        self.out.flush()
+
+
+def _send(agent: Agent, line: str) -> TurnResult:
+    """Run one turn on a worker thread; Ctrl-C stops the reply, not the program."""
+    box: dict[str, TurnResult] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["r"] = agent.send(line)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    # An Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread looking
+    # finished while it still runs.
+    while not done.is_set():
+        try:
+            done.wait(0.1)
+        except KeyboardInterrupt:
+            agent.cancel()
+    return box.get("r", TurnResult(error="the reply failed unexpectedly", error_kind="internal"))
+
+
+def _chat(args: argparse.Namespace) -> int:
+    home = args.home_path
+    config = load_config(home)
+    printer = _Printer(sys.stdout, sys.stderr, config.display.memory_notifications)
+    quiet_json = bool(args.json and args.query is not None)
+    agent = Agent(
+        home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
+    )
+    try:
+        if args.query is not None:
+            return _one_shot(agent, args.query, args.json, printer)
+        return _repl(agent, printer)
+    finally:
+        agent.close()
+
+
+def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
+    if is_command(text):
+        outcome = run_command(agent, text)
+        if as_json:
+            print(
+                json.dumps(
+                    {"ok": outcome.ok, "text": outcome.text, "data": outcome.data},
+                    ensure_ascii=False,
+                    default=str,
+                )
+            )
+        else:
+            print(outcome.text)
+        return 0 if outcome.ok else 1
+    result = _send(agent, text)
+    printer.end_reply()
+    if as_json:
+        payload: dict[str, Any] = {
+            "ok": result.error is None,
+            "reply": result.reply,
+            "session_id": agent.session_id,
+            "tool_calls": [o.summary for o in result.outcomes],
+            "cancelled": result.cancelled,
+        }
+        if result.error:
+            payload.update(error=result.error_kind, message=result.error)
+        print(json.dumps(payload, ensure_ascii=False))
+    return 0 if result.error is None else 1
+
+
+def _repl(agent: Agent, printer: _Printer) -> int:
+    with contextlib.suppress(ImportError):  # ↑ recalls earlier prompts where available
+        import readline  # noqa: F401
+    model = agent.provider.name if agent.has_model else "no model configured (see /help)"
+    print(f"cairn chat · {model} · /help for commands · Ctrl-C stops a reply, Ctrl-D quits")
+    while True:
+        try:
+            line = input("› ")
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if not line.strip():
+            continue
+        if is_command(line.strip()):
+            print(run_command(agent, line.strip()).text)
+            continue
+        result = _send(agent, line)
+        printer.end_reply()
+        if result.cancelled:
+            print("  (stopped)")
+
+
+# -- model -----------------------------------------------------------------------------------
+
+
+def _model_show(args: argparse.Namespace) -> int:
+    config = load_config(args.home_path)
+    model = config.model
+    payload: dict[str, Any] = {"ok": True, **model.model_dump()}
+    try:
+        provider = make_provider(config)
+        payload["name"] = provider.name
+        text = f"{provider.name} (provider {model.provider})"
+    except ProviderError as exc:
+        payload.update(ok=False, message=str(exc))
+        text = str(exc)
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, default=str))
+    else:
+        print(text)
+    return 0 if payload["ok"] else 1
+
+
+def _model_set(args: argparse.Namespace) -> int:
+    patch: dict[str, Any] = {"provider": args.provider}
+    for key, value in (
+        ("base_url", args.base_url),
+        ("model", args.model_name),
+        ("api_key_env", args.api_key_env),
+        ("context_length", args.context_length),
+        ("gguf_path", args.gguf),
+    ):
+        if value is not None:
+            patch[key] = value
+    update_config(args.home_path, {"model": patch})
+    return _model_show(args)
+
+
+def _model_detect(args: argparse.Namespace) -> int:
+    found = detect_local_servers()
+    if args.json:
+        print(json.dumps([s.model_dump() for s in found], ensure_ascii=False))
+    elif not found:
+        print("no model server found on this machine (looked for Ollama, LM Studio, llama.cpp)")
+    else:
+        for server in found:
+            models = ", ".join(server.models[:5]) or "no models listed"
+            print(f"{server.name}: {server.base_url} ({models})")
+    if args.use and found:
+        server = found[0]
+        patch = {"provider": "openai", "base_url": server.base_url}
+        if server.models:
+            patch["model"] = server.models[0]
+        update_config(args.home_path, {"model": patch})
+        if not args.json:
+            print(f"using {server.name} at {server.base_url}")
+    return 0 if found else 1
