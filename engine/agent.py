@@ -318,6 +318,8 @@ class Agent:
         self._record({"role": "user", "content": text})
         self.user_turns += 1
         limit = self.config.agent.max_iterations
+        seen_calls: set[tuple[str, str]] = set()
+        offer_tools = True
         while True:
             if result.iterations >= limit:
                 result.error = (
@@ -332,7 +334,7 @@ class Agent:
             try:
                 reply = provider.chat(
                     [self._system_message(), *self.messages],
-                    tools=self.tools.schemas(),
+                    tools=self.tools.schemas() if offer_tools else None,
                     temperature=self.config.model.temperature,
                     on_token=lambda piece: self._emit(TokenReceived(piece)),
                     cancel=self._cancel,
@@ -355,6 +357,11 @@ class Agent:
             result.reply = reply.content
             if not reply.tool_calls:
                 break
+            calls = {(c.name, " ".join(c.arguments.split())) for c in reply.tool_calls}
+            # A model repeating calls it already made this turn is stuck (small local models
+            # are prone to it): answer these, then ask for a reply with no tools on offer.
+            offer_tools = not calls <= seen_calls
+            seen_calls |= calls
             outcomes = self._run_tools(reply)
             result.tool_calls += len(outcomes)
             result.outcomes.extend(outcomes)

@@ -501,3 +501,16 @@ def test_sessions_and_new_commands(model_home: Home, scripted: ScriptedServer) -
     assert found.ok and first[:8] in found.text
     recent = run_command(agent, "/sessions")
     assert first[:8] in recent.text
+
+
+def test_a_model_repeating_the_same_calls_is_asked_for_an_answer_without_tools(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    looping = ("session_search", {"mode": "browse"})
+    scripted.add(tool_calls(looping), tool_calls(looping), reply("Here is my answer."))
+    agent, _ = make_agent(model_home)
+    result = agent.send("find my sessions")
+    assert result.error is None and result.reply == "Here is my answer."
+    offered = [bool(r.get("tools")) for r in scripted.chat_requests()]
+    assert offered == [True, True, False]
+    assert_pairs_complete(stored(agent))
