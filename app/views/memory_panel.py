@@ -1,0 +1,609 @@
+"""The memory panel: both bounded files with usage, their entries, and edits through the engine.
+
+The panel never writes anything itself. Add, Edit and Delete become ``editRequested(target,
+operations)`` — the same operations the model's memory tool takes — and the engine's answer
+comes back through :meth:`MemoryPanel.show_edit_result`. An edit the engine refuses (over the
+limit, blocked by the scanner, the entry changed meanwhile) leaves the editor open with the
+user's text and the engine's reason, so nothing typed is lost.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+from typing import Any
+
+from PySide6.QtCore import QItemSelection, Qt, Signal, Slot
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QKeyEvent,
+    QPalette,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QMessageBox,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.models.memory_model import MemoryEntryModel
+from app.models.pending_model import is_settle_result
+from engine.memory.entries import CONSOLIDATE_AT, DELIMITER, Target
+from engine.memory.operations import preview
+
+ADDED = QColor("#1b7f3b")
+ADDED_BG = QColor("#e6f4ea")
+REMOVED = QColor("#b3261e")
+REMOVED_BG = QColor("#fce8e6")
+WARNING = QColor("#b26a00")
+MINUS = "\u2212"  # a real minus sign: a hyphen reads as a bullet point
+
+DiffLine = tuple[str, str]  # (sign, text): "+", "-", " " for entries; "#" heading; "!" note
+
+
+def entry_diff(before: Sequence[str], after: Sequence[str]) -> list[DiffLine]:
+    """The file after a change, entry by entry: kept ``" "``, added ``"+"``, removed ``"-"``."""
+    lines: list[DiffLine] = []
+    matcher = SequenceMatcher(None, list(before), list(after), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            lines += [(" ", entry) for entry in before[i1:i2]]
+            continue
+        lines += [("-", entry) for entry in before[i1:i2]]
+        lines += [("+", entry) for entry in after[j1:j2]]
+    return lines
+
+
+def usage_text(chars: int, limit: int, percent: int) -> str:
+    return f"{chars:,} / {limit:,} chars ({percent}%)"
+
+
+def _set_text_color(widget: QWidget, color: QColor | None) -> None:
+    # An empty palette resolves nothing, so the widget goes back to inheriting its colours.
+    palette = QPalette()
+    if color is not None:
+        palette.setColor(QPalette.ColorRole.WindowText, color)
+    widget.setPalette(palette)
+
+
+class DiffView(QTextEdit):
+    """Read-only, coloured entry diff: added green with ``+``, removed red with ``−``."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.lines: list[DiffLine] = []
+
+    def show_diff(self, lines: Sequence[DiffLine]) -> None:
+        self.lines = list(lines)
+        self.clear()
+        cursor = QTextCursor(self.document())
+        first = True
+        for sign, text in self.lines:
+            fmt = QTextCharFormat()
+            block = QTextBlockFormat()
+            if sign == "#":
+                fmt.setFontWeight(QFont.Weight.Bold)
+                body = [text]
+                gap = 10
+            elif sign == "!":
+                fmt.setFontItalic(True)
+                fmt.setForeground(WARNING)
+                body = [text]
+                gap = 4
+            else:
+                shown = {"+": "+", "-": MINUS}.get(sign, " ")
+                parts = text.split("\n")
+                # Continuation lines are indented under the sign so one entry reads as one unit.
+                body = [f"{shown} {parts[0]}"] + [f"  {part}" for part in parts[1:]]
+                gap = 4
+                if sign in ("+", "-"):
+                    fmt.setForeground(ADDED if sign == "+" else REMOVED)
+                    block.setBackground(ADDED_BG if sign == "+" else REMOVED_BG)
+            for number, line in enumerate(body):
+                # Space between entries, none inside one: a multi-line entry stays one unit.
+                spaced = QTextBlockFormat(block)
+                spaced.setTopMargin(gap if number == 0 and not first else 0)
+                if first:
+                    cursor.setBlockFormat(spaced)
+                    cursor.insertText(line, fmt)
+                else:
+                    cursor.insertBlock(spaced, fmt)
+                    cursor.insertText(line, fmt)
+                first = False
+        self.moveCursor(QTextCursor.MoveOperation.Start)
+
+
+class SnapshotDiffDialog(QDialog):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Memory changes since this session started")
+        self.resize(560, 380)
+        self.intro = QLabel(
+            "These changes are on disk; the running session still sees memory as it was when "
+            "it started. They take effect next session."
+        )
+        self.intro.setWordWrap(True)
+        self.view = DiffView()
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.intro)
+        layout.addWidget(self.view)
+        layout.addWidget(buttons)
+
+    def show_snapshot(self, diff: dict[str, dict[str, list[str]]]) -> None:
+        lines: list[DiffLine] = []
+        for target in Target:
+            part = diff.get(target.value) or {}
+            added, removed = part.get("added") or [], part.get("removed") or []
+            if not added and not removed:
+                continue
+            lines.append(("#", target.filename))
+            lines += [("-", entry) for entry in removed]
+            lines += [("+", entry) for entry in added]
+        self.view.show_diff(lines or [("!", "No changes since this session started.")])
+
+
+class SnapshotBanner(QFrame):
+    """Says how far the files on disk have moved from the running session's frozen prompt."""
+
+    diffRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("snapshotBanner")
+        self.setStyleSheet(
+            "QFrame#snapshotBanner { background: #fff4ce; border: 1px solid #e0c56e;"
+            " border-radius: 4px; } QFrame#snapshotBanner QLabel { color: #5c4400; }"
+        )
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.diff_button = QPushButton("Show diff")
+        self.diff_button.clicked.connect(self.diffRequested)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.diff_button)
+        self.count = 0
+        self.hide()
+
+    def show_count(self, count: int) -> None:
+        self.count = count
+        if count == 1:
+            text = "1 change on disk since this session started; it takes effect next session"
+        else:
+            text = (
+                f"{count:,} changes on disk since this session started; "
+                "they take effect next session"
+            )
+        self.label.setText(text)
+        self.setVisible(count > 0)
+
+
+class EntryListView(QListView):
+    """The entries; Ins, Enter and Del map to add, edit and delete."""
+
+    addKeyPressed = Signal()
+    editKeyPressed = Signal()
+    deleteKeyPressed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setAlternatingRowColors(True)
+        self.setUniformItemSizes(False)
+        self.setSpacing(2)
+        self.setResizeMode(QListView.ResizeMode.Adjust)
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        if key == Qt.Key.Key_Insert:
+            self.addKeyPressed.emit()
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.editKeyPressed.emit()
+        elif key == Qt.Key.Key_Delete:
+            self.deleteKeyPressed.emit()
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
+
+
+class EntryEditor(QDialog):
+    """Add or edit one entry. Stays open while the engine decides, and after a refusal."""
+
+    submitted = Signal(str)
+
+    def __init__(
+        self,
+        target: Target,
+        state: dict[str, Any],
+        old_text: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.target = target
+        self.old_text = old_text
+        self._state = state
+        self.waiting = False
+        verb = "Edit entry in" if old_text is not None else "Add entry to"
+        self.setWindowTitle(f"{verb} {target.filename}")
+        self.resize(520, 300)
+        self.editor = QPlainTextEdit()
+        self.editor.setPlainText(old_text or "")
+        self.editor.textChanged.connect(self._update)
+        self.count = QLabel()
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status.hide()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        self.buttons.accepted.connect(self._save)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.editor)
+        layout.addWidget(self.count)
+        layout.addWidget(self.status)
+        layout.addWidget(self.buttons)
+        self._update()
+
+    def text(self) -> str:
+        return self.editor.toPlainText()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """The file changed while the editor is open: keep the projected usage honest."""
+        self._state = state
+        self._update()
+
+    def _projected(self, text: str) -> int | None:
+        chars, entries = self._state.get("chars"), self._state.get("items") or []
+        if chars is None:
+            return None
+        if self.old_text is not None:
+            return chars - len(self.old_text) + len(text)
+        return chars + (len(DELIMITER) if entries else 0) + len(text)
+
+    def _update(self) -> None:
+        text = self.text().strip()
+        line = f"{len(text):,} chars"
+        projected, limit = self._projected(text), self._state.get("limit")
+        if projected is not None and limit:
+            line += f" — {self.target.filename} would be " + usage_text(
+                projected, limit, projected * 100 // limit
+            )
+        self.count.setText(line)
+        over = projected is not None and bool(limit) and projected > limit
+        _set_text_color(self.count, REMOVED if over else None)
+        self.save_button.setEnabled(bool(text) and not self.waiting)
+
+    def _save(self) -> None:
+        text = self.text().strip()
+        if not text:
+            return
+        if self.old_text is not None and text == self.old_text.strip():
+            self.accept()  # nothing changed: no write, no history event
+            return
+        self.waiting = True
+        self.editor.setReadOnly(True)
+        self.show_status("Saving…", None)
+        self._update()
+        self.submitted.emit(text)
+
+    def show_status(self, message: str, color: QColor | None) -> None:
+        self.status.setText(message)
+        _set_text_color(self.status, color)
+        self.status.show()
+
+    def refused(self, message: str) -> None:
+        """The engine said no: keep the text, say why, let the user fix it and retry."""
+        self.waiting = False
+        self.editor.setReadOnly(False)
+        self.show_status(message, REMOVED)
+        self._update()
+        self.editor.setFocus()
+
+
+class MemoryTargetBox(QGroupBox):
+    """One file: usage bar, budget notice, entries, edit buttons and the last edit's outcome."""
+
+    editSubmitted = Signal(object, object)  # operations, the EntryEditor waiting or None
+    entrySelected = Signal(int)
+
+    def __init__(self, target: Target, parent: QWidget | None = None) -> None:
+        super().__init__(target.title, parent)
+        self.target = target
+        self.state: dict[str, Any] = {}
+        self.model = MemoryEntryModel(target.value, self)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 100)
+        self.bar.setFormat("loading…")
+        self.bar.setTextVisible(True)
+        self.notice = QLabel()
+        self.notice.setWordWrap(True)
+        self.notice.hide()
+        self.entries = EntryListView()
+        self.entries.setModel(self.model)
+        self.entries.addKeyPressed.connect(self.add_entry)
+        self.entries.editKeyPressed.connect(self.edit_entry)
+        self.entries.deleteKeyPressed.connect(self.delete_entry)
+        self.entries.doubleClicked.connect(self.edit_entry)
+        self.entries.selectionModel().selectionChanged.connect(self._on_selection)
+        self.add_button = QPushButton("Add…")
+        self.add_button.setToolTip("Add an entry (Ins)")
+        self.edit_button = QPushButton("Edit…")
+        self.edit_button.setToolTip("Edit the selected entry (Enter)")
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.setToolTip("Delete the selected entry (Del)")
+        self.add_button.clicked.connect(self.add_entry)
+        self.edit_button.clicked.connect(self.edit_entry)
+        self.delete_button.clicked.connect(self.delete_entry)
+        self.result = QLabel()
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result.hide()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.edit_button)
+        buttons.addWidget(self.delete_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.entries, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.result)
+        self.editor: EntryEditor | None = None
+        self.confirm: QMessageBox | None = None
+        self._update_buttons()
+
+    # -- state from the engine -------------------------------------------------------------
+
+    def show_state(self, state: dict[str, Any]) -> None:
+        self.state = state
+        self.model.set_entries(state.get("items") or [])
+        if self.editor is not None:
+            self.editor.set_state(state)
+        error = state.get("error")
+        if error:
+            self.bar.setValue(0)
+            self.bar.setFormat("unreadable")
+            self._color_bar(None)
+            self._show_notice(error, REMOVED)
+        else:
+            chars, limit, percent = state["chars"], state["limit"], state["percent"]
+            self.bar.setValue(max(0, min(100, percent)))
+            self.bar.setFormat(usage_text(chars, limit, percent))
+            if chars > limit:
+                self._color_bar(REMOVED)
+                self._show_notice(
+                    "Over budget: only edits that shrink this file are accepted. "
+                    "Merge or remove entries.",
+                    REMOVED,
+                )
+            elif chars > limit * CONSOLIDATE_AT:
+                self._color_bar(WARNING)
+                self._show_notice(
+                    "Above 80%: consolidate (merge or remove entries) before adding more.",
+                    WARNING,
+                )
+            else:
+                self._color_bar(None)
+                self.notice.hide()
+        self._update_buttons()
+
+    def usage_text(self) -> str:
+        return self.bar.format()
+
+    def _show_notice(self, text: str, color: QColor) -> None:
+        self.notice.setText(text)
+        _set_text_color(self.notice, color)
+        self.notice.show()
+
+    def _color_bar(self, color: QColor | None) -> None:
+        palette = QPalette()
+        if color is not None:
+            palette.setColor(QPalette.ColorRole.Highlight, color)
+        self.bar.setPalette(palette)
+
+    def _update_buttons(self) -> None:
+        writable = not self.state.get("error") and bool(self.state)
+        selected = self.selected_row() >= 0
+        self.add_button.setEnabled(writable)
+        self.edit_button.setEnabled(writable and selected)
+        self.delete_button.setEnabled(writable and selected)
+
+    # -- selection -------------------------------------------------------------------------
+
+    def selected_row(self) -> int:
+        rows = self.entries.selectionModel().selectedRows()
+        return rows[0].row() if rows else -1
+
+    def select_row(self, row: int) -> None:
+        index = self.model.index(row, 0)
+        self.entries.setCurrentIndex(index)
+
+    def _on_selection(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
+        self._update_buttons()
+        self.entrySelected.emit(self.selected_row())
+
+    # -- edits -----------------------------------------------------------------------------
+
+    @Slot()
+    def add_entry(self) -> None:
+        if self.add_button.isEnabled():
+            self._open_editor(None)
+
+    @Slot()
+    def edit_entry(self) -> None:
+        entry = self.model.entry(self.selected_row())
+        if entry is not None and self.edit_button.isEnabled():
+            self._open_editor(entry)
+
+    @Slot()
+    def delete_entry(self) -> None:
+        entry = self.model.entry(self.selected_row())
+        if entry is None or not self.delete_button.isEnabled():
+            return
+        self.confirm = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Delete entry",
+            f"Delete this entry from {self.target.filename}?\n\n{preview(entry, 200)}",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        self.confirm.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box = self.confirm
+
+        def decided(answer: int) -> None:
+            if answer == QMessageBox.StandardButton.Yes:
+                self.editSubmitted.emit([{"action": "remove", "old_text": entry}], None)
+            box.deleteLater()
+            if self.confirm is box:
+                self.confirm = None
+
+        box.finished.connect(decided)
+        box.open()
+
+    def _open_editor(self, old_text: str | None) -> None:
+        if self.editor is not None and self.editor.isVisible():
+            self.editor.raise_()
+            return
+        # Not modal: the user may want to read the chat or the other file while writing.
+        editor = EntryEditor(self.target, self.state, old_text, self)
+
+        def submit(text: str) -> None:
+            if old_text is None:
+                operations = [{"action": "add", "content": text}]
+            else:
+                operations = [{"action": "replace", "old_text": old_text, "content": text}]
+            self.editSubmitted.emit(operations, editor)
+
+        editor.submitted.connect(submit)
+        editor.finished.connect(lambda _code: self._editor_closed(editor))
+        self.editor = editor
+        editor.show()
+
+    def _editor_closed(self, editor: EntryEditor) -> None:
+        if self.editor is editor:
+            self.editor = None
+        if not editor.waiting:
+            editor.deleteLater()
+
+    def show_result(self, result: dict[str, Any], editor: EntryEditor | None) -> None:
+        """The engine's answer to this box's request; ``editor`` is the dialog that sent it."""
+        message = str(result.get("message") or result.get("error") or "")
+        open_editor = editor if editor is not None and editor.isVisible() else None
+        if result.get("ok"):
+            staged = result.get("status") == "staged"
+            color = WARNING if staged else ADDED
+            if staged and not message.startswith("Staged for approval"):
+                message = "Staged for approval — " + message
+            if open_editor is not None:
+                open_editor.waiting = False
+                open_editor.accept()
+        else:
+            color = REMOVED
+            message = "Refused: " + message
+            if open_editor is not None:
+                open_editor.refused(str(result.get("message") or result.get("error")))
+        self.result.setText(message)
+        _set_text_color(self.result, color)
+        self.result.show()
+        if editor is not None and not editor.isVisible():
+            editor.waiting = False
+            editor.deleteLater()
+
+
+class MemoryPanel(QWidget):
+    """MEMORY and USER side by side with the snapshot banner above them."""
+
+    editRequested = Signal(str, object)  # target, operations (memory tool format)
+    entrySelected = Signal(str, int)  # target, row (-1 when nothing is selected)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.banner = SnapshotBanner()
+        self.banner.diffRequested.connect(self.show_snapshot_diff)
+        self.boxes = {target.value: MemoryTargetBox(target) for target in Target}
+        self._outstanding: deque[tuple[MemoryTargetBox, EntryEditor | None]] = deque()
+        self._snapshot_diff: dict[str, dict[str, list[str]]] = {}
+        self.diff_dialog: SnapshotDiffDialog | None = None
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setChildrenCollapsible(False)
+        for key, box in self.boxes.items():
+            box.editSubmitted.connect(lambda ops, editor, box=box: self._submit(box, ops, editor))
+            box.entrySelected.connect(lambda row, key=key: self.entrySelected.emit(key, row))
+            splitter.addWidget(box)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
+        layout.addWidget(splitter, 1)
+
+    def _submit(
+        self, box: MemoryTargetBox, operations: list[dict[str, Any]], editor: EntryEditor | None
+    ) -> None:
+        # The worker answers requests in the order they were sent, so a FIFO pairs each
+        # answer with the box (and editor) that asked.
+        self._outstanding.append((box, editor))
+        self.editRequested.emit(box.target.value, operations)
+
+    @Slot(object)
+    def show_edit_result(self, result: object) -> bool:
+        """Show the engine's answer to the oldest outstanding edit; True when it was one.
+
+        Connect to ``EngineWorker.memoryEdited``; approve/reject answers are left to the
+        pending dialog.
+        """
+        if not isinstance(result, dict) or is_settle_result(result) or not self._outstanding:
+            return False
+        box, editor = self._outstanding.popleft()
+        box.show_result(result, editor)
+        return True
+
+    @Slot(object)
+    def apply_changes(self, changes: Any) -> None:
+        """Take a worker ChangeSet; only the parts it carries (memory, snapshot) are touched."""
+        memory = getattr(changes, "memory", None)
+        if memory is not None:
+            for key, box in self.boxes.items():
+                box.show_state(memory.get(key) or {"error": "not reported", "items": []})
+        snapshot = getattr(changes, "snapshot", None)
+        if snapshot is not None:
+            self._snapshot_diff = snapshot.get("diff") or {}
+            self.banner.show_count(int(snapshot.get("changes") or 0))
+            if self.diff_dialog is not None:
+                self.diff_dialog.show_snapshot(self._snapshot_diff)
+
+    @Slot()
+    def show_snapshot_diff(self) -> None:
+        if self.diff_dialog is None:
+            self.diff_dialog = SnapshotDiffDialog(self)
+        self.diff_dialog.show_snapshot(self._snapshot_diff)
+        if self.diff_dialog.isVisible():
+            self.diff_dialog.raise_()  # already open, perhaps behind the main window
+        else:
+            self.diff_dialog.show()
