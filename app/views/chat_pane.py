@@ -1,0 +1,819 @@
+"""The chat pane: the transcript, the input box, Send/Stop.
+
+The transcript is one ``QTextBrowser`` fed from a :class:`TranscriptModel`, not a list view
+with a painting delegate: text can be selected and copied across messages (code above all),
+links and tool-call toggles are ordinary anchors reachable by keyboard, and one document with
+incremental layout stays fast over a long history, where a delegate must lay out a document
+per row on every resize.
+
+Each row owns a ``QTextFrame``; changing a row refills only its frame, so a streamed token
+never re-renders the history. A streaming reply is refilled at most every
+:data:`STREAM_INTERVAL_MS`, and only its unfinished last piece (see
+:class:`~app.views.markdown.StreamSplitter`): finished pieces sit in frames of their own and
+stay when the reply ends, since they render as the whole text would.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from PySide6.QtCore import (
+    QByteArray,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRectF,
+    QSize,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QFont,
+    QIcon,
+    QKeyEvent,
+    QPainter,
+    QPixmap,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextDocumentFragment,
+    QTextFormat,
+    QTextFrame,
+    QTextFrameFormat,
+    QTextOption,
+)
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.models.transcript_model import ChatItem, Kind, TranscriptModel
+from app.views.markdown import (
+    Colors,
+    StreamSplitter,
+    code_block_format,
+    code_char_format,
+    collapse_around,
+    collapse_block,
+    to_document,
+    wrap_code_runs,
+)
+
+STREAM_INTERVAL_MS = 50
+NOTIFICATION_MODES = ("off", "on", "verbose")
+MAX_RESULT_CHARS = 6000  # of a tool result shown expanded; the model saw it whole
+TOGGLE_SCHEME = "cairn"
+INPUT_MAX_LINES = 8
+PARAGRAPH_GAP = 6.0  # px: md4c's paragraph margin
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def themed_icon(name: str, color: QColor) -> QIcon:
+    """``resources/icons/<name>.svg`` drawn in ``color`` (the SVGs paint in currentColor)."""
+    svg = resources.files("resources").joinpath("icons", f"{name}.svg").read_text("utf-8")
+    renderer = QSvgRenderer(QByteArray(svg.replace("currentColor", color.name()).encode()))
+    icon = QIcon()
+    for size in (16, 24, 32, 48):
+        pixmap = QPixmap(size, size)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        renderer.render(painter, QRectF(0, 0, size, size))
+        painter.end()
+        icon.addPixmap(pixmap)
+    return icon
+
+
+def format_time(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def pretty(value: Any) -> str:
+    """Tool arguments or a result as indented JSON when it is JSON, else as it came."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… {len(text) - limit:,} more characters"
+
+
+# -- documents for one row -------------------------------------------------------------------
+
+
+def _muted(colors: Colors, *, italic: bool = False, small: bool = True) -> QTextCharFormat:
+    fmt = QTextCharFormat()
+    fmt.setForeground(colors.muted)
+    fmt.setFontItalic(italic)
+    if small:
+        fmt.setProperty(QTextFormat.Property.FontSizeAdjustment, -1)
+    return fmt
+
+
+def _plain_document(text: str, fmt: QTextCharFormat | None = None) -> QTextDocument:
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    QTextCursor(doc).insertText(text, fmt or QTextCharFormat())
+    return doc
+
+
+def _add_block(
+    cursor: QTextCursor, text: str, fmt: QTextCharFormat, block: QTextBlockFormat
+) -> None:
+    if cursor.document().isEmpty():
+        cursor.setBlockFormat(block)
+        cursor.setBlockCharFormat(fmt)
+    else:
+        cursor.insertBlock(block, fmt)
+    cursor.insertText(text, fmt)
+
+
+def _add_code(cursor: QTextCursor, text: str) -> None:
+    """Code lines; the document's :func:`wrap_code_runs` boxes them once it is complete."""
+    for line in text.split("\n"):
+        _add_block(cursor, line, code_char_format(), code_block_format())
+
+
+def tool_document(item: ChatItem, colors: Colors) -> QTextDocument:
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    cursor = QTextCursor(doc)
+    line = QTextCharFormat(_muted(colors, small=False))
+    if item.ok is False:
+        line.setForeground(colors.error)
+    line.setAnchor(True)
+    line.setAnchorHref(f"{TOGGLE_SCHEME}:toggle/{item.uid}")
+    line.setToolTip("Hide details" if item.expanded else "Show arguments and result")
+    marker = "▾" if item.expanded else "▸"
+    if item.ok is None:
+        text = f"{item.name} …"
+    else:
+        text = item.summary or f"{item.name}: {'done' if item.ok else 'failed'}"
+    cursor.insertText(f"{marker} {text}", line)
+    if item.expanded:
+        label = _muted(colors)
+        label.setFontWeight(QFont.Weight.Bold)
+        spaced = QTextBlockFormat()
+        spaced.setTopMargin(4)
+        _add_block(cursor, "arguments", label, spaced)
+        _add_code(cursor, pretty(item.arguments) if item.arguments else "(none)")
+        _add_block(cursor, "result", label, spaced)
+        result = "(still running)" if item.ok is None else pretty(item.result)
+        _add_code(cursor, _clip(result, MAX_RESULT_CHARS))
+        wrap_code_runs(doc, colors)
+    return doc
+
+
+def notice_document(item: ChatItem, colors: Colors, notifications: str) -> QTextDocument:
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    cursor = QTextCursor(doc)
+    error = item.notice_kind == "error"
+    fmt = _muted(colors, italic=not error, small=False)
+    if error:
+        fmt.setForeground(colors.error)
+    prefix = "⚠ " if error else ""
+    cursor.insertText(prefix + item.text, fmt)
+    show_detail = item.notice_kind != "memory" or notifications == "verbose"
+    if item.detail and show_detail:
+        for line in item.detail.split("\n"):
+            _add_block(cursor, line, _muted(colors), QTextBlockFormat())
+    return doc
+
+
+def command_document(item: ChatItem, colors: Colors) -> QTextDocument:
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    cursor = QTextCursor(doc)
+    fmt = code_char_format()
+    if item.ok is False:
+        fmt.setForeground(colors.error)
+    for line in item.text.split("\n"):
+        _add_block(cursor, line, fmt, code_block_format())
+    wrap_code_runs(doc, colors)
+    return doc
+
+
+def assistant_document(text: str, colors: Colors, *, cancelled: bool) -> QTextDocument:
+    doc = to_document(text, colors)
+    if cancelled:
+        cursor = QTextCursor(doc)
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        marker = _muted(colors, italic=True)
+        block = QTextBlockFormat()
+        block.setTopMargin(4)
+        if text.strip():
+            _add_block(cursor, "■ stopped", marker, block)
+        else:
+            cursor.insertText("■ stopped", marker)
+    return doc
+
+
+def is_visible(item: ChatItem, notifications: str) -> bool:
+    return not (
+        item.kind is Kind.NOTICE and item.notice_kind == "memory" and notifications == "off"
+    )
+
+
+# -- the transcript view ---------------------------------------------------------------------
+
+
+@dataclass
+class _Stream:
+    splitter: StreamSplitter = field(default_factory=StreamSplitter)
+    tail: QTextFrame | None = None
+
+
+class TranscriptView(QTextBrowser):
+    """A read-only rendering of a :class:`TranscriptModel`, one frame per visible row."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.document().setDocumentMargin(10)
+        self._model: TranscriptModel | None = None
+        self._frames: list[QTextFrame | None] = []
+        self._streams: dict[int, _Stream] = {}
+        self._dirty: set[int] = set()  # uids of streaming rows waiting for the timer
+        self._notifications = "on"
+        self._colors = Colors.from_palette(self.palette())
+        self._stick = True  # follow new text while the user is at the bottom
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(STREAM_INTERVAL_MS)
+        self._timer.timeout.connect(self.flush)
+        self.anchorClicked.connect(self._on_anchor)
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._on_range)
+        bar.valueChanged.connect(self._on_scrolled)
+        self.renders = 0  # fills done; lets tests check that history is not re-rendered
+
+    # -- model -----------------------------------------------------------------------------
+
+    def setModel(self, model: TranscriptModel) -> None:
+        if self._model is model:
+            return
+        if self._model is not None:
+            for signal, slot in self._connections(self._model):
+                signal.disconnect(slot)
+        self._model = model
+        for signal, slot in self._connections(model):
+            signal.connect(slot)
+        self.rebuild()
+
+    def _connections(self, model: TranscriptModel) -> list[tuple[Any, Any]]:
+        return [
+            (model.rowsInserted, self._on_rows_inserted),
+            (model.rowsRemoved, self.rebuild),
+            (model.rowsMoved, self.rebuild),
+            (model.modelReset, self.rebuild),
+            (model.layoutChanged, self.rebuild),
+            (model.dataChanged, self._on_data_changed),
+        ]
+
+    def model(self) -> TranscriptModel | None:
+        return self._model
+
+    @property
+    def notifications(self) -> str:
+        return self._notifications
+
+    def set_notifications(self, mode: str) -> None:
+        if mode not in NOTIFICATION_MODES:
+            raise ValueError(f"notifications must be one of {', '.join(NOTIFICATION_MODES)}")
+        if mode != self._notifications:
+            self._notifications = mode
+            self.rebuild()
+
+    @Slot()
+    def rebuild(self) -> None:
+        """Render every row again (model reset, notification mode or palette changed)."""
+        self._timer.stop()
+        self._dirty.clear()
+        self._streams.clear()
+        self._frames = []
+        doc = self.document()
+        doc.clear()
+        collapse_block(doc.begin())
+        if self._model is None:
+            return
+        for row in range(self._model.rowCount()):
+            self._frames.append(None)
+            self._create(row)
+        self._stick = True
+        self._on_range(0, self.verticalScrollBar().maximum())
+
+    @Slot()
+    def flush(self) -> None:
+        """Render the streaming rows that changed since the last render."""
+        self._timer.stop()
+        if self._model is None:
+            return
+        dirty, self._dirty = self._dirty, set()
+        for uid in dirty:
+            row = self._model.row_of(uid)
+            if row is not None:
+                self._render(row)
+
+    def _on_rows_inserted(self, parent: Index, first: int, last: int) -> None:
+        for row in range(first, last + 1):
+            self._frames.insert(row, None)
+            self._create(row)
+
+    def _on_data_changed(self, top: Index, bottom: Index, roles: list[int] | None = None) -> None:
+        assert self._model is not None
+        for row in range(top.row(), bottom.row() + 1):
+            item = self._model.item(row)
+            if item.streaming:
+                # Throttled, not debounced: a steady stream still shows every interval.
+                self._dirty.add(item.uid)
+                if not self._timer.isActive():
+                    self._timer.start()
+            else:
+                self._dirty.discard(item.uid)
+                self._render(row)
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def _create(self, row: int) -> None:
+        assert self._model is not None
+        item = self._model.item(row)
+        if not is_visible(item, self._notifications):
+            return
+        previous = next((f for f in reversed(self._frames[:row]) if f is not None), None)
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(previous.lastPosition() + 1 if previous is not None else 0)
+        frame = cursor.insertFrame(self._frame_format(item))
+        collapse_around(frame)
+        self._frames[row] = frame
+        self._render(row)
+
+    def _frame_format(self, item: ChatItem) -> QTextFrameFormat:
+        fmt = QTextFrameFormat()
+        fmt.setBorder(0)
+        if item.kind is Kind.USER:
+            fmt.setBackground(self._colors.user_bg)
+            fmt.setPadding(8)
+            fmt.setTopMargin(14)
+            fmt.setBottomMargin(4)
+        elif item.kind is Kind.ASSISTANT:
+            fmt.setTopMargin(4)
+            fmt.setBottomMargin(4)
+        elif item.kind is Kind.COMMAND:
+            fmt.setTopMargin(6)
+            fmt.setBottomMargin(6)
+        else:  # tool calls and notices: close to the reply they belong to, close to each other
+            fmt.setTopMargin(3)
+            fmt.setBottomMargin(1)
+        return fmt
+
+    def _render(self, row: int) -> None:
+        assert self._model is not None
+        frame = self._frames[row] if row < len(self._frames) else None
+        if frame is None:
+            return
+        item = self._model.item(row)
+        colors = self._colors
+        if item.kind is Kind.ASSISTANT and (item.streaming or item.uid in self._streams):
+            self._render_stream(item, frame)
+            return
+        if item.kind is Kind.ASSISTANT:
+            doc = assistant_document(item.text, colors, cancelled=item.cancelled)
+        elif item.kind is Kind.TOOL:
+            doc = tool_document(item, colors)
+        elif item.kind is Kind.NOTICE:
+            doc = notice_document(item, colors, self._notifications)
+        elif item.kind is Kind.COMMAND:
+            doc = command_document(item, colors)
+        else:
+            doc = _plain_document(item.text)
+        self._fill(frame, doc)
+
+    def _render_stream(self, item: ChatItem, frame: QTextFrame) -> None:
+        stream = self._streams.get(item.uid)
+        if stream is None:
+            stream = self._streams[item.uid] = _Stream()
+            self._fill(frame, _plain_document(""))
+        text = item.text
+        for piece in stream.splitter.feed(text):
+            target = stream.tail or self._child_frame(frame)
+            stream.tail = None
+            self._fill_piece(frame, target, to_document(piece, self._colors))
+        if stream.tail is None:
+            stream.tail = self._child_frame(frame)
+        tail = stream.splitter.tail(text)
+        self._fill_piece(frame, stream.tail, to_document(tail, self._colors))
+        if not tail.strip():  # the text ended on a piece boundary: no blank line for it
+            collapse_block(self.document().findBlock(stream.tail.firstPosition()))
+        if item.streaming:
+            return
+        # Done. The pieces stay: they render as the whole text would, and rendering a long
+        # reply again in one go would freeze the window (~170 ms for 100 kB) for nothing.
+        del self._streams[item.uid]
+        if item.cancelled:
+            marker = self._child_frame(frame)
+            self._fill(marker, assistant_document("", self._colors, cancelled=True))
+
+    def _fill_piece(self, item: QTextFrame, piece: QTextFrame, content: QTextDocument) -> None:
+        # The layout drops the top margin of a frame's first block, so a piece would sit
+        # flush against the one before it; the piece's frame takes that margin instead. Not
+        # the first piece: the whole message's first block loses its margin in the same way.
+        fmt = piece.frameFormat()
+        first = content.begin()
+        # A piece opening with a code box: the paragraph before it would have kept that gap.
+        top = first.blockFormat().topMargin() if first.text() else PARAGRAPH_GAP
+        fmt.setTopMargin(top if piece.firstPosition() > item.firstPosition() + 1 else 0.0)
+        piece.setFrameFormat(fmt)
+        self._fill(piece, content)
+
+    def _child_frame(self, parent: QTextFrame) -> QTextFrame:
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(parent.lastPosition())
+        frame = cursor.insertFrame(QTextFrameFormat())
+        collapse_around(frame)
+        return frame
+
+    def _fill(self, frame: QTextFrame, content: QTextDocument) -> None:
+        """Replace what ``frame`` holds with ``content``.
+
+        Inserting a fragment merges its first block into the block at the cursor, and that
+        merge drops the block's format (a heading becomes a paragraph, a list gains an empty
+        line). So a throwaway empty block goes first, takes the merge, and is deleted after.
+        """
+        self.renders += 1
+        first = content.begin()
+        head = QTextCursor(content)
+        head.insertBlock(first.blockFormat(), first.charFormat())
+        head.movePosition(QTextCursor.MoveOperation.Start)
+        head.setBlockFormat(QTextBlockFormat())
+        cursor = QTextCursor(self.document())
+        cursor.beginEditBlock()
+        cursor.setPosition(frame.firstPosition())
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        cursor.setBlockFormat(QTextBlockFormat())
+        cursor.setBlockCharFormat(QTextCharFormat())
+        cursor.setCharFormat(QTextCharFormat())
+        cursor.insertFragment(QTextDocumentFragment(content))
+        cursor.setPosition(frame.firstPosition())
+        cursor.deleteChar()
+        # Qt will not merge a block into a frame: before a leading code box it stays behind.
+        first = self.document().findBlock(frame.firstPosition())
+        if (
+            not first.text()
+            and first.next().isValid()
+            and first.next().position() <= frame.lastPosition()
+        ):
+            collapse_block(first)
+        cursor.endEditBlock()
+
+    # -- behaviour -------------------------------------------------------------------------
+
+    def _on_anchor(self, url: QUrl) -> None:
+        if url.scheme() == TOGGLE_SCHEME:
+            _, _, uid = url.path().partition("toggle/")
+            if self._model is not None and uid.isdigit():
+                self._model.toggle_expanded(int(uid))
+            return
+        if url.scheme().lower() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+
+    def _on_range(self, _minimum: int, maximum: int) -> None:
+        if self._stick:
+            self.verticalScrollBar().setValue(maximum)
+
+    def _on_scrolled(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._stick = value >= bar.maximum() - 8
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange):
+            colors = Colors.from_palette(self.palette())
+            if colors != self._colors:
+                self._colors = colors
+                self.rebuild()
+
+
+# -- the input box ---------------------------------------------------------------------------
+
+
+class PromptEdit(QPlainTextEdit):
+    """Enter sends, Shift+Enter breaks the line, ↑ in an empty box recalls earlier prompts."""
+
+    submitted = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setPlaceholderText("Message Cairn — Enter to send, Shift+Enter for a new line")
+        self.setTabChangesFocus(True)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.history: list[str] = []
+        self._recalled: int | None = None  # index into history of the prompt shown
+        self.document().contentsChanged.connect(self._fit_height)
+        self._fit_height()
+
+    def remember(self, text: str) -> None:
+        if text and (not self.history or self.history[-1] != text):
+            self.history.append(text)
+        self._recalled = None
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key, mods = event.key(), event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if mods & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+            else:
+                self.submitted.emit(self.toPlainText())
+            event.accept()
+            return
+        if key == Qt.Key.Key_Up and self._may_recall() and self.history:
+            index = len(self.history) if self._recalled is None else self._recalled
+            self._show_recalled(max(0, index - 1))
+            event.accept()
+            return
+        if key == Qt.Key.Key_Down and self._recalled is not None and self._may_recall():
+            following = self._recalled + 1
+            if following < len(self.history):
+                self._show_recalled(following)
+            else:
+                self._recalled = None
+                self.clear()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def _may_recall(self) -> bool:
+        text = self.toPlainText()
+        if not text:
+            return True
+        # Still showing a recalled prompt, unedited: keep walking through the history.
+        return self._recalled is not None and text == self.history[self._recalled]
+
+    def _show_recalled(self, index: int) -> None:
+        self._recalled = index
+        self.setPlainText(self.history[index])
+        self.moveCursor(QTextCursor.MoveOperation.End)
+
+    def _fit_height(self) -> None:
+        lines = int(self.document().documentLayout().documentSize().height())
+        lines = max(2, min(INPUT_MAX_LINES, lines))
+        margins = self.contentsMargins()
+        frame = int(self.document().documentMargin() * 2) + margins.top() + margins.bottom()
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + frame + 2)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._fit_height()  # wrapping changes with the width
+
+
+# -- the pane --------------------------------------------------------------------------------
+
+
+class ChatPane(QWidget):
+    """The conversation: a live transcript, or an earlier session shown read-only.
+
+    Signals out: ``messageSubmitted(text)`` for the worker's ``submit`` (a turn or a slash
+    command) and ``stopRequested()`` for ``worker.cancel()``. Slots in take the worker's
+    signals one for one.
+    """
+
+    messageSubmitted = Signal(str)
+    stopRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = TranscriptModel(self)  # the live conversation
+        self.history_model = TranscriptModel(self)  # an earlier session being viewed
+        self._busy = False
+        self._stopping = False
+        self._error_noticed = False
+
+        self.banner = QFrame()
+        self.banner.setFrameShape(QFrame.Shape.StyledPanel)
+        self.banner_label = QLabel()
+        self.banner_label.setWordWrap(True)
+        self.banner_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.back_button = QPushButton("Back to the current chat")
+        self.back_button.clicked.connect(self.show_live)
+        banner_layout = QHBoxLayout(self.banner)
+        banner_layout.setContentsMargins(8, 4, 8, 4)
+        banner_layout.addWidget(self.banner_label, 1)
+        banner_layout.addWidget(self.back_button)
+        self.banner.hide()
+
+        self.view = TranscriptView()
+        self.view.setModel(self.model)
+        self.view.setAccessibleName("Conversation")
+        self.input = PromptEdit()
+        self.input.setAccessibleName("Message")
+        self.input.submitted.connect(self._submit)
+        self.send_button = QPushButton()
+        self.send_button.setIconSize(QSize(16, 16))
+        self.send_button.setAutoDefault(False)
+        self.send_button.clicked.connect(self._on_send_clicked)
+        self.setFocusProxy(self.input)
+
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.input, 1)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(row)
+        self._update_controls()
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A submitted message is waiting for its reply or command result."""
+        return self._busy
+
+    @property
+    def viewing_history(self) -> bool:
+        return self.view.model() is self.history_model
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self._stopping = False
+        self._update_controls()
+
+    def _update_controls(self) -> None:
+        color = self.palette().color(self.send_button.foregroundRole())
+        if self._busy:
+            self.send_button.setText("Stopping…" if self._stopping else "Stop")
+            self.send_button.setIcon(themed_icon("stop", color))
+            self.send_button.setToolTip("Stop the reply (Esc)")
+            self.send_button.setEnabled(not self._stopping)
+        else:
+            self.send_button.setText("Send")
+            self.send_button.setIcon(themed_icon("send", color))
+            self.send_button.setToolTip("Send (Enter)")
+            self.send_button.setEnabled(not self.viewing_history)
+        self.input.setReadOnly(self.viewing_history)
+
+    # -- user actions ----------------------------------------------------------------------
+
+    def _submit(self, raw: str) -> None:
+        text = raw.strip()
+        if not text or self._busy or self.viewing_history:
+            return
+        self.input.remember(text)
+        self.input.clear()
+        self.model.add_user(text)
+        self._error_noticed = False
+        self._set_busy(True)
+        self.messageSubmitted.emit(text)
+
+    def _on_send_clicked(self) -> None:
+        if self._busy:
+            self._request_stop()
+        else:
+            self._submit(self.input.toPlainText())
+
+    def _request_stop(self) -> None:
+        if not self._busy or self._stopping:
+            return
+        self._stopping = True
+        self._update_controls()
+        self.stopRequested.emit()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._update_controls()  # the icons are drawn in the text colour
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        # Esc reaches here from the input box and the transcript, which both ignore it.
+        if event.key() == Qt.Key.Key_Escape and self._busy:
+            self._request_stop()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    # -- from the worker -------------------------------------------------------------------
+
+    @Slot(str)
+    def on_token(self, text: str) -> None:
+        self.model.append_token(text)
+
+    @Slot(str, str, str)
+    def on_tool_started(self, call_id: str, name: str, arguments: str) -> None:
+        self.model.start_tool(call_id, name, arguments)
+
+    @Slot(str, str, str, bool, object)
+    def on_tool_finished(
+        self, call_id: str, name: str, summary: str, ok: bool, result: Any
+    ) -> None:
+        self.model.finish_tool(call_id, name, summary, ok, result)
+
+    @Slot(str, str, str)
+    def on_notice(self, kind: str, text: str, detail: str) -> None:
+        if kind == "error" and self._busy:
+            self._error_noticed = True
+        self.model.add_notice(kind, text, detail)
+
+    @Slot(object)
+    def on_reply_finished(self, result: dict[str, Any]) -> None:
+        self.model.finish_reply(
+            str(result.get("reply") or ""), cancelled=bool(result.get("cancelled"))
+        )
+        error = result.get("error")
+        if error and not self._error_noticed:
+            self.model.add_notice("error", str(error))
+        self._set_busy(False)
+
+    @Slot(object)
+    def on_command_finished(self, result: dict[str, Any]) -> None:
+        if result.get("action") == "new_session":
+            self.clear()
+        self.model.add_command_output(str(result.get("text") or ""), bool(result.get("ok", True)))
+        self._set_busy(False)
+
+    @Slot(str)
+    def on_failed(self, message: str) -> None:
+        """The worker's ``failed``: the turn will not finish, so the box is usable again."""
+        self.model.end_streaming()
+        self.model.add_notice("error", message)
+        self._set_busy(False)
+
+    @Slot(str)
+    def set_notifications(self, mode: str) -> None:
+        """``display.memory_notifications``: off hides memory notices, on shows one line,
+        verbose adds what changed."""
+        self.view.set_notifications(mode)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    @Slot(object)
+    def show_session(self, result: dict[str, Any]) -> None:
+        """Show an earlier session (a ``session_search`` read result) read-only."""
+        session = result.get("session") if isinstance(result.get("session"), dict) else result
+        self.history_model.load_session(
+            {**result, "messages": result.get("messages") or session.get("messages") or []}
+        )
+        title = session.get("title") or "an untitled session"
+        started = session.get("started_at")
+        when = f", {format_time(started)}" if isinstance(started, int | float) else ""
+        self.banner_label.setText(f"Viewing “{title}”{when} — read-only")
+        self.banner.show()
+        self.view.setModel(self.history_model)
+        self._update_controls()
+
+    @Slot()
+    def show_live(self) -> None:
+        """Back from an earlier session to the conversation in progress."""
+        self.banner.hide()
+        self.view.setModel(self.model)
+        self._update_controls()
+        self.input.setFocus()
+
+    @Slot()
+    def clear(self) -> None:
+        """A new session: empty transcript, live view."""
+        self.model.clear()
+        self.show_live()
+
+    def flush(self) -> None:
+        """Render pending streamed text now instead of at the next interval."""
+        self.view.flush()
+
+    def transcript_text(self) -> str:
+        return self.view.toPlainText()
+
+
+__all__ = ["ChatPane", "PromptEdit", "TranscriptView", "themed_icon"]
