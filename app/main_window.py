@@ -1,55 +1,232 @@
-"""The main window: owns the engine worker thread and the views."""
+"""The main window: owns the engine worker thread and the file watcher, and lays out the views.
+
+Sessions dock on the left, memory on the right, the chat in the middle. Views get engine state
+from the worker's one ``changed`` signal; requests go to the worker's slots through queued
+connections, so nothing here waits on disk, the database or the model.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from PySide6.QtCore import QByteArray, QSettings, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
-from PySide6.QtCore import QThread, Signal, Slot
-from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QMainWindow
-
-from app.views.memory_overview import MemoryOverview
-from app.worker import EngineWorker
+from app.views.chat_pane import ChatPane
+from app.views.memory_panel import MemoryPanel
+from app.views.pending_dialog import PendingBadge, PendingDialog
+from app.views.session_list import SessionList
+from app.views.setup_panel import SetupPanel
+from app.watcher import HomeWatcher
+from app.worker import ChangeSet, EngineWorker
 from engine.home import Home
+
+LAYOUT_VERSION = 1
 
 
 class MainWindow(QMainWindow):
-    loadRequested = Signal()
+    # Requests to the worker (queued onto its thread).
+    startRequested = Signal()
+    stopRequested = Signal()
+    submitRequested = Signal(str)
+    # Emitted once the first state from the engine is on screen.
     memoryShown = Signal()
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, *, watch: bool = True) -> None:
         super().__init__()
+        self.home = home
         self.setWindowTitle(f"Cairn — {home.root}")
-        self.resize(720, 640)
-        self.overview = MemoryOverview()
-        self.setCentralWidget(self.overview)
-        self.statusBar().showMessage("Loading memory…")
+        self.resize(1180, 760)
+        self._first_state = True
+
+        self.chat = ChatPane()
+        self.setup = SetupPanel()
+        self.setup.hide()
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(8, 8, 8, 8)
+        column.addWidget(self.setup)
+        column.addWidget(self.chat, 1)
+        self.setCentralWidget(central)
+
+        self.sessions = SessionList()
+        self.memory = MemoryPanel()
+        self.pending = PendingDialog(self)
+        self.badge = PendingBadge()
+        self.sessions_dock = self._dock("Sessions", "sessions", self.sessions, left=True)
+        self.memory_dock = self._dock("Memory", "memory", self.memory, left=False)
 
         self._thread = QThread(self)
         self._thread.setObjectName("cairn-engine")
         self.worker = EngineWorker(home)
         self.worker.moveToThread(self._thread)
-        self.loadRequested.connect(self.worker.load_memory)
-        self.worker.memoryLoaded.connect(self._on_memory_loaded)
-        self.worker.failed.connect(self._on_failed)
         self._thread.finished.connect(self.worker.deleteLater)
+        self._wire()
+        self._actions()
+        self.statusBar().showMessage("Opening the home…")
+
+        self.watcher = HomeWatcher(home, parent=self) if watch else None
+        if self.watcher is not None:
+            self.watcher.filesChanged.connect(self.worker.refresh)
+        self._settings = QSettings(str(home.root / "desktop.ini"), QSettings.Format.IniFormat)
+        self._restore_layout()
         self._thread.start()
-        self.loadRequested.emit()
+        self.startRequested.emit()
+        if self.watcher is not None:
+            self.watcher.start()
+
+    # -- construction ----------------------------------------------------------------------
+
+    def _dock(self, title: str, name: str, widget: QWidget, *, left: bool) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{name}-dock")  # saveState needs a stable name
+        dock.setWidget(widget)
+        area = (
+            Qt.DockWidgetArea.LeftDockWidgetArea if left else Qt.DockWidgetArea.RightDockWidgetArea
+        )
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _wire(self) -> None:
+        w = self.worker
+        self.startRequested.connect(w.start)
+        self.stopRequested.connect(w.stop)
+        self.submitRequested.connect(w.submit)
+        self.chat.messageSubmitted.connect(w.submit)
+        self.chat.stopRequested.connect(self._stop_reply)
+        w.tokenReceived.connect(self.chat.on_token)
+        w.toolStarted.connect(self.chat.on_tool_started)
+        w.toolFinished.connect(self.chat.on_tool_finished)
+        w.noticeRaised.connect(self.chat.on_notice)
+        w.replyFinished.connect(self.chat.on_reply_finished)
+        w.commandFinished.connect(self.chat.on_command_finished)
+        w.commandFinished.connect(self._on_command_finished)
+        w.failed.connect(self.chat.on_failed)
+        w.failed.connect(self.setup.show_error)
+
+        self.sessions.searchRequested.connect(w.search_sessions)
+        self.sessions.sessionActivated.connect(w.load_session)
+        self.sessions.newSessionRequested.connect(self.new_session)
+        w.sessionsFound.connect(self.sessions.show_sessions)
+        w.sessionLoaded.connect(self.chat.show_session)
+
+        self.memory.editRequested.connect(w.edit_memory)
+        self.pending.approveRequested.connect(w.approve)
+        self.pending.rejectRequested.connect(w.reject)
+        self.pending.settleAllRequested.connect(w.settle_all)
+        w.memoryEdited.connect(self.memory.show_edit_result)
+        w.memoryEdited.connect(self.pending.show_result)
+        self.badge.clicked.connect(self.show_pending)
+
+        self.setup.detectRequested.connect(w.detect_servers)
+        self.setup.modelChosen.connect(w.configure_model)
+        w.serversDetected.connect(self.setup.show_servers)
+
+        w.changed.connect(self.memory.apply_changes)
+        w.changed.connect(self.pending.apply_changes)
+        w.changed.connect(self.badge.apply_changes)
+        w.changed.connect(self._on_changed)
+
+    def _actions(self) -> None:
+        toolbar = QToolBar("Main")
+        toolbar.setObjectName("main-toolbar")
+        toolbar.setMovable(False)
+        self.addToolBar(toolbar)
+        self.new_action = self._action("New session", "Ctrl+N", self.new_session, toolbar)
+        self.search_action = self._action("Search sessions", "Ctrl+K", self.focus_search, toolbar)
+        self.pending_action = self._action("Pending writes", "Ctrl+P", self.show_pending, None)
+        self.focus_chat_action = self._action("Focus chat", "Ctrl+L", self.chat.setFocus, None)
+        toolbar.addSeparator()
+        toggle_sessions = self.sessions_dock.toggleViewAction()
+        toggle_sessions.setShortcut(QKeySequence("Ctrl+1"))
+        toggle_memory = self.memory_dock.toggleViewAction()
+        toggle_memory.setShortcut(QKeySequence("Ctrl+2"))
+        toolbar.addAction(toggle_sessions)
+        toolbar.addAction(toggle_memory)
+        toolbar.addWidget(self.badge)
+        self._action("Quit", QKeySequence.StandardKey.Quit, self.close, None)
+
+    def _action(
+        self,
+        text: str,
+        shortcut: str | QKeySequence.StandardKey,
+        slot: object,
+        toolbar: QToolBar | None,
+    ) -> QAction:
+        action = QAction(text, self)
+        action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        self.addAction(action)  # shortcuts work with the toolbar hidden too
+        if toolbar is not None:
+            toolbar.addAction(action)
+        return action
+
+    # -- behaviour -------------------------------------------------------------------------
+
+    @Slot()
+    def _stop_reply(self) -> None:
+        # Direct call, not a queued request: the worker is busy inside the reply to stop.
+        self.worker.cancel()
+
+    @Slot()
+    def new_session(self) -> None:
+        self.submitRequested.emit("/new")
+
+    @Slot()
+    def focus_search(self) -> None:
+        self.sessions_dock.show()
+        self.sessions.setFocus()
+
+    @Slot()
+    def show_pending(self) -> None:
+        self.pending.show()
 
     @Slot(object)
-    def _on_memory_loaded(self, state: dict[str, Any]) -> None:
-        self.overview.show_memory(state)
-        self.statusBar().showMessage("Memory loaded — edit it with `cairn memory`.")
-        self.memoryShown.emit()
+    def _on_command_finished(self, result: dict[str, object]) -> None:
+        if result.get("action") == "pending":
+            self.pending.show()
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.statusBar().showMessage(f"Could not load memory: {message}")
+    @Slot(object)
+    def _on_changed(self, changes: ChangeSet) -> None:
+        if changes.model is not None:
+            configured = bool(changes.model.get("configured"))
+            self.setup.setVisible(not configured)
+            if not configured and changes.model.get("error"):
+                self.setup.show_error(str(changes.model["error"]))
+            self.chat.set_notifications(str(changes.model.get("notifications", "on")))
+            name = changes.model.get("name") or "no model configured"
+            self.statusBar().showMessage(f"{self.home.root} · {name}")
+        if changes.sessions is not None:
+            self.sessions.show_recent(changes.sessions)
+        if changes.memory is not None and self._first_state:
+            self._first_state = False
+            self.memoryShown.emit()
+
+    # -- layout and shutdown ---------------------------------------------------------------
+
+    def _restore_layout(self) -> None:
+        geometry = self._settings.value("geometry")
+        state = self._settings.value("state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state, LAYOUT_VERSION)
+
+    def _save_layout(self) -> None:
+        self._settings.setValue("geometry", self.saveGeometry())
+        self._settings.setValue("state", self.saveState(LAYOUT_VERSION))
+        self._settings.sync()
 
     def shutdown(self) -> None:
+        if not self._thread.isRunning():
+            return
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.worker.cancel()
+        self.stopRequested.emit()
         self._thread.quit()
         self._thread.wait()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        self._save_layout()
         self.shutdown()
         super().closeEvent(event)

@@ -1,45 +1,335 @@
 """The engine side of the desktop client: a QObject living in its own QThread.
 
-Everything that touches disk or the database runs here; the GUI thread only receives signals.
+Everything that touches disk, the database or the model runs here; the GUI thread only sends
+requests (signals connected to the slots below, so they queue onto this thread) and receives
+signals. Views learn about state through one signal, :attr:`EngineWorker.changed`, carrying a
+change-set: only the parts that changed are filled in.
+
+``cancel`` is the one method the GUI calls directly: the worker is busy inside the turn it
+should stop, so a queued request would arrive too late.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.config import load_config
+from engine.agent import (
+    Agent,
+    AgentEvent,
+    Notice,
+    ReplyFinished,
+    SessionStarted,
+    TokenReceived,
+    ToolFinished,
+    ToolStarted,
+)
+from engine.commands import is_command, run_command
+from engine.config import load_config, update_config
 from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService, usage_of
+from engine.providers.detect import detect_local_servers
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ChangeSet:
+    """What changed in the engine's state; ``None`` parts are unchanged.
+
+    ``memory``: ``{"memory"|"user": {target, chars, limit, percent, entries, items, error}}``.
+    ``pending``: staged writes as dicts (``id, action, summary, origin, created_at, payload``).
+    ``snapshot``: ``{"changes": N, "diff": {target: {"added": [...], "removed": [...]}}}`` —
+    how far the files on disk have moved from the running session's frozen prompt.
+    ``sessions``: recent session cards (``session_id, title, started_at, parent_session_id …``).
+    ``session``: the current session ``{"session_id", "parent_session_id", "reason"}``.
+    ``model``: ``{"configured": bool, "name", "error", "notifications"}`` (the last is
+    ``display.memory_notifications``).
+    """
+
+    memory: dict[str, Any] | None = None
+    pending: list[dict[str, Any]] | None = None
+    snapshot: dict[str, Any] | None = None
+    sessions: list[dict[str, Any]] | None = None
+    session: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    reasons: list[str] = field(default_factory=list)
 
 
 class EngineWorker(QObject):
-    memoryLoaded = Signal(object)  # dict: target value -> {usage..., items, error}
+    # -- to the GUI ------------------------------------------------------------------------
+    changed = Signal(object)  # ChangeSet
+    tokenReceived = Signal(str)
+    toolStarted = Signal(str, str, str)  # call id, tool name, raw arguments
+    toolFinished = Signal(str, str, str, bool, object)  # call id, name, summary, ok, result
+    noticeRaised = Signal(str, str, str)  # kind, text, detail
+    replyFinished = Signal(object)  # {"reply", "cancelled", "error", "error_kind"}
+    commandFinished = Signal(object)  # {"ok", "text", "data", "action"}
+    sessionsFound = Signal(str, object)  # query, session_search discover/browse result
+    sessionLoaded = Signal(object)  # a session_search read result: session fields + messages
+    memoryEdited = Signal(object)  # the engine's result dict of a panel edit (ok or refused)
+    serversDetected = Signal(object)  # [{"name", "base_url", "models"}]
     failed = Signal(str)
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, cwd: Path | None = None) -> None:
         super().__init__()
         self.home = home
+        self.cwd = cwd
+        self.agent: Agent | None = None
+        self._memory: MemoryService | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
 
     @Slot()
-    def load_memory(self) -> None:
+    def start(self) -> None:
+        """Open the home: memory, sessions, the agent (with or without a model)."""
         try:
-            service = MemoryService(self.home, load_config(self.home))
-        except Exception as exc:  # shown to the user, never raised into Qt's event loop
+            self.agent = Agent(self.home, source="gui", cwd=self.cwd, listener=self._relay)
+            self._memory = self.agent.memory
+        except Exception as exc:  # shown in the window, never raised into Qt's event loop
+            log.exception("engine failed to start")
             self.failed.emit(str(exc))
             return
-        state: dict[str, Any] = {}
+        self.changed.emit(self._full_state(["start"]))
+
+    @Slot()
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
+
+    def cancel(self) -> None:
+        """Stop the reply in progress. Safe from the GUI thread."""
+        if self.agent is not None:
+            self.agent.cancel()
+
+    # -- chat ------------------------------------------------------------------------------
+
+    @Slot(str)
+    def submit(self, text: str) -> None:
+        """A line from the chat box: a slash command or a user turn."""
+        agent = self._need_agent()
+        if agent is None:
+            return
+        line = text.strip()
+        try:
+            if is_command(line):
+                outcome = run_command(agent, line)
+                self.commandFinished.emit(
+                    {
+                        "ok": outcome.ok,
+                        "text": outcome.text,
+                        "data": outcome.data,
+                        "action": outcome.action,
+                    }
+                )
+                self.changed.emit(self._full_state(["command"]))
+                return
+            result = agent.send(text)
+        except Exception as exc:
+            log.exception("turn failed")
+            self.failed.emit(f"the engine failed: {exc}")
+            return
+        self.replyFinished.emit(
+            {
+                "reply": result.reply,
+                "cancelled": result.cancelled,
+                "error": result.error,
+                "error_kind": result.error_kind,
+            }
+        )
+        changes = self._full_state(["turn"])
+        self.changed.emit(changes)
+
+    def _relay(self, event: AgentEvent) -> None:
+        # Runs on this worker thread, or on the background review's thread: signals are
+        # thread-safe, and queued connections deliver them on the GUI thread.
+        if isinstance(event, TokenReceived):
+            self.tokenReceived.emit(event.text)
+        elif isinstance(event, ToolStarted):
+            self.toolStarted.emit(event.call_id, event.name, event.arguments)
+        elif isinstance(event, ToolFinished):
+            self.toolFinished.emit(event.call_id, event.name, event.summary, event.ok, event.result)
+        elif isinstance(event, Notice):
+            self.noticeRaised.emit(event.kind, event.text, event.detail)
+            if event.kind in ("memory", "review"):
+                self.changed.emit(self._memory_state(["review"]))
+        elif isinstance(event, SessionStarted):
+            self.changed.emit(
+                ChangeSet(
+                    session={
+                        "session_id": event.session_id,
+                        "parent_session_id": event.parent_session_id,
+                        "reason": event.reason,
+                    },
+                    reasons=["session"],
+                )
+            )
+        elif isinstance(event, ReplyFinished):
+            pass  # replyFinished carries the richer TurnResult once the turn returns
+
+    # -- memory panel and pending writes ---------------------------------------------------
+
+    @Slot()
+    def refresh(self) -> None:
+        """Re-read what is on disk (the file watcher saw a change)."""
+        self.changed.emit(self._memory_state(["disk"]))
+
+    @Slot(str, object)
+    def edit_memory(self, target: str, operations: object) -> None:
+        """Add, replace or remove entries from the panel: same lock, scanner, limits and
+        approval gate as the model's tool, recorded with origin ``foreground``."""
+        service = self._need_memory()
+        if service is None:
+            # Every request gets its answer: the panel pairs answers with requests in order.
+            self.memoryEdited.emit(
+                {"ok": False, "error": "internal", "message": "memory could not be opened"}
+            )
+            return
+        try:
+            result = service.write(Target(target), operations, origin="foreground")
+        except MemoryToolError as exc:
+            result = exc.to_dict()
+        except Exception as exc:
+            result = {"ok": False, "error": "internal", "message": str(exc)}
+        self.memoryEdited.emit(result)
+        self.changed.emit(self._memory_state(["edit"]))
+
+    @Slot(str)
+    def approve(self, pending_id: str) -> None:
+        self._settle(pending_id, approve=True)
+
+    @Slot(str)
+    def reject(self, pending_id: str) -> None:
+        self._settle(pending_id, approve=False)
+
+    @Slot(bool)
+    def settle_all(self, approve: bool) -> None:
+        service = self._need_memory()
+        if service is None:
+            return
+        for outcome in service.settle_all(approve):
+            self.memoryEdited.emit(outcome)
+        self.changed.emit(self._memory_state(["pending"]))
+
+    def _settle(self, pending_id: str, approve: bool) -> None:
+        service = self._need_memory()
+        if service is None:
+            return
+        try:
+            result = service.approve(pending_id) if approve else service.reject(pending_id)
+        except MemoryToolError as exc:
+            result = exc.to_dict()
+        self.memoryEdited.emit(result)
+        self.changed.emit(self._memory_state(["pending"]))
+
+    # -- sessions --------------------------------------------------------------------------
+
+    @Slot(str)
+    def search_sessions(self, query: str) -> None:
+        agent = self._need_agent()
+        if agent is None:
+            return
+        arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
+        self.sessionsFound.emit(query, agent.search_tool(arguments))
+
+    @Slot(str)
+    def load_session(self, session_id: str) -> None:
+        agent = self._need_agent()
+        if agent is None:
+            return
+        self.sessionLoaded.emit(agent.search_tool({"mode": "read", "session_id": session_id}))
+
+    # -- model setup -----------------------------------------------------------------------
+
+    @Slot()
+    def detect_servers(self) -> None:
+        self.serversDetected.emit([s.model_dump() for s in detect_local_servers()])
+
+    @Slot(object)
+    def configure_model(self, patch: object) -> None:
+        """Write ``model`` settings to config.yaml and start a session on the new model."""
+        try:
+            update_config(self.home, {"model": dict(patch)})  # type: ignore[call-overload]
+        except Exception as exc:
+            self.failed.emit(str(exc))
+            return
+        if self.agent is not None:
+            self.agent.close()
+        self.start()
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _need_agent(self) -> Agent | None:
+        if self.agent is None:
+            self.failed.emit("the engine is not running")
+        return self.agent
+
+    def _need_memory(self) -> MemoryService | None:
+        if self._memory is None:
+            try:
+                self._memory = MemoryService(self.home, load_config(self.home))
+            except Exception as exc:
+                self.failed.emit(str(exc))
+                return None
+        return self._memory
+
+    def _memory_state(self, reasons: list[str]) -> ChangeSet:
+        service = self._need_memory()
+        changes = ChangeSet(reasons=reasons)
+        if service is None:
+            return changes
+        # Another process (or the background review) may have changed the settings.
+        try:
+            service.config = load_config(self.home)
+            service.store.config = service.config
+        except Exception as exc:
+            log.warning("config.yaml could not be re-read: %s", exc)
+        memory: dict[str, Any] = {}
         for target in Target:
             try:
                 current = service.read(target)
-                state[target.value] = {
+                memory[target.value] = {
                     **usage_of(target, current.entries, current.limit),
                     "items": current.entries,
                     "error": None,
                 }
             except MemoryToolError as exc:
-                state[target.value] = {"items": [], "error": exc.message}
-        self.memoryLoaded.emit(state)
+                memory[target.value] = {"target": target.value, "items": [], "error": exc.message}
+        changes.memory = memory
+        changes.pending = [p.model_dump() for p in service.pending()]
+        if self.agent is not None:
+            diff = self.agent.memory_changes_since_start()
+            count = sum(len(d["added"]) + len(d["removed"]) for d in diff.values())
+            changes.snapshot = {"changes": count, "diff": diff}
+        return changes
+
+    def _full_state(self, reasons: list[str]) -> ChangeSet:
+        changes = self._memory_state(reasons)
+        agent = self.agent
+        if agent is None:
+            return changes
+        changes.session = {
+            "session_id": agent.session_id,
+            "parent_session_id": agent.parent_session_id,
+            "reason": reasons[0],
+        }
+        notifications = agent.config.display.memory_notifications
+        try:
+            name, error = agent.provider.name, None
+        except Exception as exc:  # not configured, or a key variable missing: say which
+            name, error = None, str(exc)
+        changes.model = {
+            "configured": name is not None,
+            "name": name,
+            "error": error,
+            "notifications": notifications,
+        }
+        browse = agent.search_tool({"mode": "browse", "limit": 50})
+        changes.sessions = browse.get("sessions", []) if browse.get("ok") else []
+        return changes

@@ -1,36 +1,121 @@
-"""The desktop window opens offscreen and shows memory loaded off the GUI thread."""
+"""The desktop window end to end, offscreen: a real worker thread, real files, a real
+OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.main_window import MainWindow
 from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.service import MemoryService
+from engine.sessions.store import SessionStore
+from tests.scripted_server import ScriptedServer, reply, tool_calls
 
 
-def test_window_shows_both_files(qtbot: QtBot, service: MemoryService, home: Home) -> None:
+def open_window(qtbot: QtBot, home: Home, **kwargs: object) -> MainWindow:
+    window = MainWindow(home, **kwargs)  # type: ignore[arg-type]
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.memoryShown, timeout=15_000):
+        window.show()
+    return window
+
+
+def entries_shown(window: MainWindow, target: str) -> list[str]:
+    model = window.memory.boxes[target].model
+    return [model.index(row).data() for row in range(model.rowCount())]
+
+
+def test_window_shows_both_files_and_closes_its_threads(
+    qtbot: QtBot, service: MemoryService, home: Home
+) -> None:
     service.write(Target.MEMORY, [{"action": "add", "content": "Deploys go through CI"}])
     service.write(Target.USER, [{"action": "add", "content": "Name: Ada"}])
-    window = MainWindow(home)
-    qtbot.addWidget(window)
-    with qtbot.waitSignal(window.memoryShown, timeout=10_000):
-        window.show()
-    memory_box = window.overview.boxes["memory"]
-    assert memory_box.entries.item(0).text() == "Deploys go through CI"
-    assert "21 / 2,200 chars" in memory_box.bar.format()
-    assert window.overview.boxes["user"].entries.item(0).text() == "Name: Ada"
+    window = open_window(qtbot, home)
+    assert entries_shown(window, "memory") == ["Deploys go through CI"]
+    assert "21 / 2,200 chars" in window.memory.boxes["memory"].bar.format()
+    assert entries_shown(window, "user") == ["Name: Ada"]
+    # No model configured: the setup panel is offered, everything else works.
+    qtbot.waitUntil(lambda: window.setup.isVisible(), timeout=5_000)
+    before = {t.name for t in threading.enumerate()}
     window.close()
     assert not window._thread.isRunning()
+    assert window.watcher is not None and not window.watcher.running
+    assert len({t.name for t in threading.enumerate()}) <= len(before)
 
 
 def test_unreadable_file_is_shown_not_raised(qtbot: QtBot, home: Home) -> None:
     home.memories_dir.mkdir(parents=True)
     (home.memories_dir / "MEMORY.md").write_bytes(b"\xff\xfe broken")
-    window = MainWindow(home)
-    qtbot.addWidget(window)
-    with qtbot.waitSignal(window.memoryShown, timeout=10_000):
-        window.show()
-    assert "not valid UTF-8" in window.overview.boxes["memory"].notice.text()
+    window = open_window(qtbot, home)
+    assert "not valid UTF-8" in window.memory.boxes["memory"].notice.text()
+    window.close()
+
+
+def test_chat_turn_streams_writes_memory_and_keeps_the_snapshot_frozen(
+    qtbot: QtBot, model_home: Home, scripted: ScriptedServer
+) -> None:
+    scripted.add(
+        tool_calls(("memory", {"action": "add", "content": "Prefers tabs over spaces"})),
+        reply("Saved, and here is the answer."),
+    )
+    window = open_window(qtbot, model_home)
+    qtbot.waitUntil(lambda: not window.setup.isVisible(), timeout=5_000)
+    window.chat.input.setPlainText("remember my indentation preference")
+    # Waiting on the window, not on the worker's signal: the worker lives on another thread.
+    qtbot.keyClick(window.chat.input, "\r")
+    assert window.chat.busy
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=15_000)
+    window.chat.flush()
+    assert "Saved, and here is the answer." in window.chat.transcript_text()
+    assert "memory: added 1 entry" in window.chat.transcript_text()
+    # The panel shows the write; the running session's prompt does not have it.
+    qtbot.waitUntil(
+        lambda: entries_shown(window, "memory") == ["Prefers tabs over spaces"], timeout=5_000
+    )
+    qtbot.waitUntil(lambda: window.memory.banner.isVisible(), timeout=5_000)
+    agent = window.worker.agent
+    assert agent is not None and "Prefers tabs" not in agent.prompt.text
+    # The session appears in the session list.
+    qtbot.waitUntil(lambda: window.sessions.model.rowCount() == 1, timeout=5_000)
+    window.close()
+
+
+def test_external_edit_reaches_the_panel_within_300_ms(qtbot: QtBot, home: Home) -> None:
+    window = open_window(qtbot, home)
+    other = MemoryService(home)  # a second Cairn, a Hermes CLI or an editor sharing the home
+    started = time.monotonic()
+    other.write(Target.MEMORY, [{"action": "add", "content": "Written from elsewhere"}])
+    qtbot.waitUntil(
+        lambda: entries_shown(window, "memory") == ["Written from elsewhere"], timeout=3_000
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.3 + 0.2, f"the panel caught up after {elapsed:.3f} s"
+    window.close()
+
+
+def test_stop_button_cancels_a_streaming_reply(
+    qtbot: QtBot, model_home: Home, scripted: ScriptedServer
+) -> None:
+    scripted.add(reply(" ".join(f"w{i}" for i in range(300)), chunk_delay=0.02))
+    window = open_window(qtbot, model_home)
+    window.chat.input.setPlainText("count")
+    qtbot.keyClick(window.chat.input, "\r")
+
+    def streamed() -> bool:
+        window.chat.flush()
+        return "w3" in window.chat.transcript_text()
+
+    qtbot.waitUntil(streamed, timeout=10_000)
+    qtbot.keyClick(window.chat.input, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=10_000)
+    agent = window.worker.agent
+    assert agent is not None
+    stored = SessionStore.open(model_home).messages(agent.session_id)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert "w299" not in stored[1].content
     window.close()

