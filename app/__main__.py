@@ -11,9 +11,11 @@ def run(home: Home | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.main_window import MainWindow
+    from app.theme import apply_system_scheme
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("Cairn")
+    apply_system_scheme(app)
     window = MainWindow(home or resolve_home())
     window.show()
     return app.exec()
