@@ -130,6 +130,13 @@ class AgentConfig(_Section):
     context_file_max_chars: int | None = Field(default=None, ge=1000)
 
 
+class SkillsConfig(_Section):
+    # Stage every skill write in the pending queue, like memory.write_approval does for memory.
+    write_approval: bool = False
+    # After a turn with at least this many tool calls the agent offers to save the workflow.
+    propose_after_tool_calls: int = Field(default=5, ge=0)
+
+
 class Config(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
@@ -138,6 +145,7 @@ class Config(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
 
     @model_validator(mode="after")
     def _default_approval(self) -> Config:

@@ -50,6 +50,27 @@ class Home:
         return self.root / "SOUL.md"
 
     @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def pending_dir(self) -> Path:
+        return self.root / "pending"
+
+    @property
+    def memory_store_db(self) -> Path:
+        """The holographic provider's fact store."""
+        return self.root / "memory_store.db"
+
+    @property
+    def cron_dir(self) -> Path:
+        return self.root / "cron"
+
+    @property
+    def migration_dir(self) -> Path:
+        return self.root / "migration"
+
+    @property
     def profiles_dir(self) -> Path:
         return self.root / "profiles"
 
