@@ -7,7 +7,7 @@ connections, so nothing here waits on disk, the database or the model.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
@@ -26,7 +26,6 @@ LAYOUT_VERSION = 1
 class MainWindow(QMainWindow):
     # Requests to the worker (queued onto its thread).
     startRequested = Signal()
-    stopRequested = Signal()
     submitRequested = Signal(str)
     # Emitted once the first state from the engine is on screen.
     memoryShown = Signal()
@@ -89,7 +88,6 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         w = self.worker
         self.startRequested.connect(w.start)
-        self.stopRequested.connect(w.stop)
         self.submitRequested.connect(w.submit)
         self.chat.messageSubmitted.connect(w.submit)
         self.chat.stopRequested.connect(self._stop_reply)
@@ -222,7 +220,9 @@ class MainWindow(QMainWindow):
         if self.watcher is not None:
             self.watcher.stop()
         self.worker.cancel()
-        self.stopRequested.emit()
+        # Blocking, not queued: a queued stop posted while the worker finishes a reply would
+        # never run once the thread quits, and the session would not be ended.
+        QMetaObject.invokeMethod(self.worker, "stop", Qt.ConnectionType.BlockingQueuedConnection)
         self._thread.quit()
         self._thread.wait()
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from engine.agent import (
     Agent,
@@ -28,7 +28,7 @@ from engine.agent import (
     ToolFinished,
     ToolStarted,
 )
-from engine.commands import is_command, run_command
+from engine.commands import as_message, is_command, run_command
 from engine.config import load_config, update_config
 from engine.home import Home
 from engine.memory.entries import Target
@@ -37,6 +37,8 @@ from engine.memory.service import MemoryService, usage_of
 from engine.providers.detect import detect_local_servers
 
 log = logging.getLogger(__name__)
+
+REVIEW_GRACE_SECONDS = 3.0
 
 
 @dataclass
@@ -76,6 +78,7 @@ class EngineWorker(QObject):
     memoryEdited = Signal(object)  # the engine's result dict of a panel edit (ok or refused)
     serversDetected = Signal(object)  # [{"name", "base_url", "models"}]
     failed = Signal(str)
+    _refreshRequested = Signal()
 
     def __init__(self, home: Home, cwd: Path | None = None) -> None:
         super().__init__()
@@ -83,25 +86,32 @@ class EngineWorker(QObject):
         self.cwd = cwd
         self.agent: Agent | None = None
         self._memory: MemoryService | None = None
+        self._refreshRequested.connect(self.refresh, Qt.ConnectionType.QueuedConnection)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @Slot()
     def start(self) -> None:
         """Open the home: memory, sessions, the agent (with or without a model)."""
+        agent = self._open_agent()
+        if agent is not None:
+            self.agent, self._memory = agent, agent.memory
+            self.changed.emit(self._full_state(["start"]))
+
+    def _open_agent(self) -> Agent | None:
         try:
-            self.agent = Agent(self.home, source="gui", cwd=self.cwd, listener=self._relay)
-            self._memory = self.agent.memory
+            return Agent(self.home, source="gui", cwd=self.cwd, listener=self._relay)
         except Exception as exc:  # shown in the window, never raised into Qt's event loop
             log.exception("engine failed to start")
             self.failed.emit(str(exc))
-            return
-        self.changed.emit(self._full_state(["start"]))
+            return None
 
     @Slot()
     def stop(self) -> None:
+        """End the session (the window is closing); a running review gets a moment."""
         if self.agent is not None:
-            self.agent.close()
+            self.agent.close(review_timeout=REVIEW_GRACE_SECONDS)
+            self.agent = None
 
     def cancel(self) -> None:
         """Stop the reply in progress. Safe from the GUI thread."""
@@ -130,7 +140,7 @@ class EngineWorker(QObject):
                 )
                 self.changed.emit(self._full_state(["command"]))
                 return
-            result = agent.send(text)
+            result = agent.send(as_message(text))
         except Exception as exc:
             log.exception("turn failed")
             self.failed.emit(f"the engine failed: {exc}")
@@ -158,7 +168,9 @@ class EngineWorker(QObject):
         elif isinstance(event, Notice):
             self.noticeRaised.emit(event.kind, event.text, event.detail)
             if event.kind in ("memory", "review"):
-                self.changed.emit(self._memory_state(["review"]))
+                # Usually on the review's thread: the state is read on the worker's own
+                # thread, queued, so it never races a turn.
+                self._refreshRequested.emit()
         elif isinstance(event, SessionStarted):
             self.changed.emit(
                 ChangeSet(
@@ -259,9 +271,23 @@ class EngineWorker(QObject):
         except Exception as exc:
             self.failed.emit(str(exc))
             return
+        # The new agent is opened before the old one is closed: if it cannot start, the
+        # conversation in progress carries on.
+        agent = self._open_agent()
+        if agent is None:
+            return
         if self.agent is not None:
-            self.agent.close()
-        self.start()
+            self.agent.close(review_timeout=REVIEW_GRACE_SECONDS)
+        self.agent, self._memory = agent, agent.memory
+        self.commandFinished.emit(
+            {
+                "ok": True,
+                "text": f"model changed; a new session started ({agent.session_id[:8]})",
+                "data": {},
+                "action": "new_session",
+            }
+        )
+        self.changed.emit(self._full_state(["model"]))
 
     # -- state -----------------------------------------------------------------------------
 

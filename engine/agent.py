@@ -12,6 +12,7 @@ called from any other. Events go to ``listener`` on the agent's thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -40,6 +41,7 @@ from engine.tools import Tool, ToolOutcome, ToolRegistry
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
+COMPRESS_RETRY_TURNS = 3
 
 
 # -- events ----------------------------------------------------------------------------------
@@ -106,6 +108,36 @@ class TurnResult:
 # -- the agent -------------------------------------------------------------------------------
 
 
+def _stored(message: ChatMessage) -> NewMessage:
+    return NewMessage(
+        role=message["role"],
+        content=str(message.get("content") or ""),
+        tool_calls=message.get("tool_calls"),
+        tool_call_id=message.get("tool_call_id"),
+        tool_name=message.get("name"),
+    )
+
+
+def _unanswered(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Results for tool calls in ``messages`` that have none (a crash between a call and
+    its result), so the conversation stays one every server accepts."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    missing = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            if call.get("id") not in answered:
+                missing.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.get("id"),
+                        "name": call.get("function", {}).get("name"),
+                        "content": '{"ok": false, "error": "interrupted", "message": '
+                        '"this call was interrupted before it returned"}',
+                    }
+                )
+    return missing
+
+
 class Agent:
     def __init__(
         self,
@@ -134,6 +166,7 @@ class Agent:
         # Callables given the conversation before compression; their text (an external memory
         # provider's notes) goes to the summariser with the messages.
         self.pre_compress_hooks: list[Callable[[list[ChatMessage]], str]] = []
+        self._compress_again_at_turn = 0
         self.review = BackgroundReview(self) if background_review else None
         self.messages: list[ChatMessage] = []
         self.session: SessionInfo | None = None
@@ -269,22 +302,11 @@ class Agent:
     # -- persistence -------------------------------------------------------------------
 
     def _record(self, message: ChatMessage) -> None:
-        """Keep ``message`` in the conversation and in the store, in that order of truth."""
-        self.messages.append(message)
+        """Store ``message``, then keep it in the conversation: what the model is sent next
+        is never something the store does not have."""
         self._ensure_session(str(message.get("content") or ""))
-        assert self.session is not None
-        self.store.append(
-            self.session_id,
-            [
-                NewMessage(
-                    role=message["role"],
-                    content=str(message.get("content") or ""),
-                    tool_calls=message.get("tool_calls"),
-                    tool_call_id=message.get("tool_call_id"),
-                    tool_name=message.get("name"),
-                )
-            ],
-        )
+        self.store.append(self.session_id, [_stored(message)])
+        self.messages.append(message)
 
     # -- control -------------------------------------------------------------------------
 
@@ -301,9 +323,11 @@ class Agent:
         if not self._busy.acquire(blocking=False):
             return TurnResult(error="a reply is already in progress", error_kind="busy")
         try:
-            self._cancel = CancelToken()
             return self._turn(text)
         finally:
+            # A fresh token after the turn, not before: a Stop pressed just as the turn
+            # starts must reach the token this turn uses.
+            self._cancel = CancelToken()
             self._busy.release()
 
     def _turn(self, text: str) -> TurnResult:
@@ -315,6 +339,8 @@ class Agent:
             self._emit(Notice("error", str(exc)))
             return result
         self._memory_tool.begin_turn()
+        for repair in _unanswered(self.messages):
+            self._record(repair)
         self._record({"role": "user", "content": text})
         self.user_turns += 1
         limit = self.config.agent.max_iterations
@@ -418,21 +444,25 @@ class Agent:
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
 
-    def close(self) -> None:
+    def close(self, review_timeout: float = 30.0) -> None:
+        """End the session; a background review still running gets ``review_timeout``
+        seconds to finish (its writes are atomic either way)."""
         if self.review is not None:
-            self.review.wait(timeout=30)
+            self.review.wait(timeout=review_timeout)
         if self.session is not None and self.session.ended_at is None:
             self.store.end_session(self.session_id, "closed")
             self.session = self.session.model_copy(update={"ended_at": time.time()})
 
     def _maybe_compress(self) -> None:
-        if not self.messages:
+        # After a failed attempt, wait a few turns: retrying before every model call would
+        # pay the summariser's timeout again and again.
+        if not self.messages or self.user_turns < self._compress_again_at_turn:
             return
         context = self._context_length()
         if needs_compression(
             self.prompt.text, self.messages, context, self.config.compression.threshold
-        ):
-            self.compress(requested=False)
+        ) and not self.compress(requested=False):
+            self._compress_again_at_turn = self.user_turns + COMPRESS_RETRY_TURNS
 
     def compress(self, focus: str | None = None, *, requested: bool = True) -> bool:
         """Summarise the middle of the conversation and continue in a child session.
@@ -441,6 +471,16 @@ class Agent:
         a token-budgeted one. Returns False (session unchanged) when there is nothing to
         compress or the summariser could not be reached.
         """
+        try:
+            return self._compress(focus, requested)
+        finally:
+            if requested and not self.busy:
+                self._cancel = CancelToken()  # a Stop of /compress must not stop the next turn
+
+    def _compress(self, focus: str | None, requested: bool) -> bool:
+        if self.session is None:
+            self._emit(Notice("compression", "nothing to compress yet"))
+            return False
         extra = []
         for hook in self.pre_compress_hooks:
             try:
@@ -467,15 +507,33 @@ class Agent:
         if not outcome.compressed:
             self._emit(Notice("compression", outcome.note or "nothing to compress yet"))
             return False
-        old_id = self.session_id
-        if self.session is not None:
-            self.store.end_session(old_id, "compression")
-        self._new_session_id(parent=old_id if self.session is not None else self.parent_session_id)
-        # Rebuilt: memory written earlier in the session now reaches the prompt.
-        self.prompt = self._build_prompt()
-        self.messages = []
-        for message in outcome.messages:
-            self._record(message)
+        old_id, child_id = self.session_id, uuid.uuid4().hex
+        # Everything the child needs is written before anything is switched, so a failure
+        # here leaves the running session exactly as it was.
+        before = self.memory_at_start
+        try:
+            prompt = self._build_prompt()  # rebuilt: memory written this session now shows
+            child = self.store.create_session(
+                session_id=child_id,
+                source=self.source,
+                title=self.session.title,
+                model=self.session.model,
+                system_prompt=prompt.text,
+                parent_session_id=old_id,
+            )
+            self.store.append(child_id, [_stored(m) for m in outcome.messages])
+        except Exception as exc:
+            self.memory_at_start = before
+            log.exception("could not start the compressed session")
+            with contextlib.suppress(Exception):
+                self.store.delete_session(child_id)
+            self._emit(Notice("compression", f"compression failed, session unchanged: {exc}"))
+            return False
+        self.store.end_session(old_id, "compression")
+        self.session_id, self.parent_session_id = child_id, old_id
+        self.memory.session_id = child_id
+        self.search_tool.current_session_id = child_id
+        self.session, self.prompt, self.messages = child, prompt, list(outcome.messages)
         how = (
             " (fallback summary: the summariser's answer was unusable)" if outcome.fallback else ""
         )

@@ -23,11 +23,12 @@ from engine.agent import (
     ToolFinished,
     TurnResult,
 )
-from engine.commands import is_command, run_command
+from engine.commands import as_message, is_command, run_command
 from engine.config import load_config, update_config
 from engine.providers import make_provider
 from engine.providers.base import ProviderError
 from engine.providers.detect import detect_local_servers
+from engine.review import THREAD_NAME as REVIEW_THREAD
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -41,7 +42,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     show = cmds.add_parser("show", parents=[common], help="the configured model (default)")
     show.set_defaults(handler=_model_show)
     use = cmds.add_parser("set", parents=[common], help="use an OpenAI-compatible endpoint")
-    use.add_argument("--provider", default="openai", help="openai (default) or local")
+    use.add_argument(
+        "--provider",
+        help="openai (any OpenAI-compatible server; the default with --base-url) or local",
+    )
     use.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1")
     use.add_argument("--model", dest="model_name", help="model name as the server knows it")
     use.add_argument("--api-key-env", help="name of the environment variable holding the key")
@@ -63,8 +67,21 @@ class _Printer:
         self.out, self.err = out, err
         self.notifications = notifications
         self.mid_line = False
+        self.held: list[AgentEvent] = []
 
     def __call__(self, event: AgentEvent) -> None:
+        if threading.current_thread().name == REVIEW_THREAD:
+            # The review finishes whenever it finishes; printing then would cut into a
+            # streaming reply or the prompt, so its notices wait for the next gap.
+            self.held.append(event)
+            return
+        self._show(event)
+
+    def flush_held(self) -> None:
+        while self.held:
+            self._show(self.held.pop(0))
+
+    def _show(self, event: AgentEvent) -> None:
         if isinstance(event, TokenReceived):
             self.out.write(event.text)
             self.out.flush()
@@ -131,6 +148,7 @@ def _chat(args: argparse.Namespace) -> int:
         return _repl(agent, printer)
     finally:
         agent.close()
+        printer.flush_held()
 
 
 def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
@@ -147,8 +165,9 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
         else:
             print(outcome.text)
         return 0 if outcome.ok else 1
-    result = _send(agent, text)
+    result = _send(agent, as_message(text))
     printer.end_reply()
+    printer.flush_held()
     if as_json:
         payload: dict[str, Any] = {
             "ok": result.error is None,
@@ -174,15 +193,17 @@ def _repl(agent: Agent, printer: _Printer) -> int:
         except (EOFError, KeyboardInterrupt):
             print()
             return 0
+        printer.flush_held()
         if not line.strip():
             continue
         if is_command(line.strip()):
             print(run_command(agent, line.strip()).text)
             continue
-        result = _send(agent, line)
+        result = _send(agent, as_message(line))
         printer.end_reply()
         if result.cancelled:
             print("  (stopped)")
+        printer.flush_held()
 
 
 # -- model -----------------------------------------------------------------------------------
@@ -191,7 +212,11 @@ def _repl(agent: Agent, printer: _Printer) -> int:
 def _model_show(args: argparse.Namespace) -> int:
     config = load_config(args.home_path)
     model = config.model
-    payload: dict[str, Any] = {"ok": True, **model.model_dump()}
+    # Declared fields only: a shared config.yaml may hold an inline key under `model`.
+    payload: dict[str, Any] = {
+        "ok": True,
+        **model.model_dump(include=set(type(model).model_fields)),
+    }
     try:
         provider = make_provider(config)
         payload["name"] = provider.name
@@ -207,7 +232,15 @@ def _model_show(args: argparse.Namespace) -> int:
 
 
 def _model_set(args: argparse.Namespace) -> int:
-    patch: dict[str, Any] = {"provider": args.provider}
+    patch: dict[str, Any] = {}
+    if args.provider is not None:
+        patch["provider"] = args.provider
+    elif args.base_url is not None:
+        patch["provider"] = "openai"
+    if args.base_url is not None or args.provider is not None:
+        # A new endpoint: what described the old one (its key variable, window) no longer
+        # applies, and keeping the old key variable would send that key to the new host.
+        patch.update(api_key_env=None, context_length=None)
     for key, value in (
         ("base_url", args.base_url),
         ("model", args.model_name),
@@ -233,7 +266,12 @@ def _model_detect(args: argparse.Namespace) -> int:
             print(f"{server.name}: {server.base_url} ({models})")
     if args.use and found:
         server = found[0]
-        patch = {"provider": "openai", "base_url": server.base_url}
+        patch = {
+            "provider": "openai",
+            "base_url": server.base_url,
+            "api_key_env": None,
+            "context_length": None,
+        }
         if server.models:
             patch["model"] = server.models[0]
         update_config(args.home_path, {"model": patch})

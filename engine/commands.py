@@ -38,7 +38,17 @@ class CommandResult:
 
 
 def is_command(line: str) -> bool:
-    return line.startswith("/") and not line.startswith("//")
+    """Whether ``line`` names a slash command. Other text starting with ``/`` (a path such as
+    ``/etc/hosts is wrong``) is a message; ``//`` escapes a leading slash."""
+    if not line.startswith("/") or line.startswith("//"):
+        return False
+    name = line[1:].split(maxsplit=1)[0].lower() if line[1:].strip() else ""
+    return name in _COMMANDS
+
+
+def as_message(line: str) -> str:
+    """The text to send for a line that is not a command: ``//x`` becomes ``/x``."""
+    return line[1:] if line.startswith("//") else line
 
 
 def run_command(agent: Agent, line: str) -> CommandResult:
@@ -56,6 +66,8 @@ def run_command(agent: Agent, line: str) -> CommandResult:
         return handler(agent, args)
     except MemoryToolError as exc:
         return CommandResult(False, exc.message, exc.to_dict())
+    except Exception as exc:  # a failing command must not end the chat it was typed in
+        return CommandResult(False, f"/{name} failed: {exc}")
 
 
 def _help(agent: Agent, args: list[str]) -> CommandResult:

@@ -33,6 +33,21 @@ class _Section(BaseModel):
     # Unknown keys are kept (and written back) so another tool's settings are never dropped.
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_means_default(cls, data: Any) -> Any:
+        # A section whose keys are all commented out reads as null, and other tools write
+        # "" for "unset": both mean "use the default", not an error.
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            return data
+        cleaned = dict(data)
+        for name in cls.model_fields:
+            if name in cleaned and cleaned[name] in (None, ""):
+                del cleaned[name]
+        return cleaned
+
 
 class MemoryConfig(_Section):
     memory_enabled: bool = True
@@ -96,6 +111,14 @@ class ModelConfig(_Section):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     gguf_path: str | None = None
 
+    @model_validator(mode="after")
+    def _auto_provider(self) -> ModelConfig:
+        # Another agent's `auto` picks a backend itself; with a URL given, that is an
+        # OpenAI-compatible endpoint, without one there is nothing Cairn can call yet.
+        if self.provider.strip().lower() == "auto":
+            self.provider = "openai" if self.base_url else "none"
+        return self
+
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
@@ -108,7 +131,10 @@ class ModelConfig(_Section):
 
 
 class AuxiliaryTask(_Section):
-    """Overrides for one background task; every unset field falls back to ``model``."""
+    """Overrides for one background task; every unset field falls back to ``model``.
+
+    ``auto`` and ``main`` (as other agents sharing the home write them) mean "the main model".
+    """
 
     provider: str | None = None
     base_url: str | None = None
@@ -117,6 +143,13 @@ class AuxiliaryTask(_Section):
     context_length: int | None = Field(default=None, ge=512)
     timeout: float | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _main_model_words(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("auto", "main", "default"):
+            return None
+        return value
 
 
 class AuxiliaryConfig(_Section):
@@ -159,11 +192,7 @@ class Config(_Section):
         # Other agents sharing the home write `model: some/model-name`; keep it as the name.
         if isinstance(value, str):
             return {"model": value}
-        if (
-            isinstance(value, dict)
-            and "model" not in value
-            and isinstance(value.get("default"), str)
-        ):
+        if isinstance(value, dict) and not value.get("model") and value.get("default"):
             return {**value, "model": value["default"]}
         return value
 
@@ -209,6 +238,9 @@ def load_config(home: Home) -> Config:
 def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in patch.items():
+        if key == "model" and isinstance(merged.get(key), str) and isinstance(value, dict):
+            # `model: vendor/name` as other agents write it: keep the name where they read it.
+            merged[key] = {"default": merged[key]}
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = _merge(merged[key], value)
         else:

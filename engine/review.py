@@ -13,6 +13,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from engine.config import Config
 from engine.memory import tool as memory_tool
 from engine.memory.service import MemoryService
 from engine.providers import make_provider
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 RECENT_MESSAGES = 30
 MESSAGE_CHARS = 2000
 MAX_ROUNDS = 4
+THREAD_NAME = "cairn-review"
 # Tools a review may use; anything else the agent has is left out of its registry.
 REVIEW_TOOLS = ("memory", "skill_manage", "skill_view")
 
@@ -63,14 +65,19 @@ class BackgroundReview:
 
     def after_turn(self) -> bool:
         """Start a review when this turn completes an interval; True when one started."""
-        interval = self.agent.config.memory.nudge_interval
-        if interval <= 0 or self.agent.user_turns % interval != 0:
+        agent = self.agent
+        interval = agent.config.memory.nudge_interval
+        if interval <= 0 or agent.user_turns % interval != 0:
+            return False
+        if not (agent.config.memory.memory_enabled or agent.config.memory.user_profile_enabled):
             return False
         if self._thread is not None and self._thread.is_alive():
             return False  # the previous review is still reading; skip rather than queue up
-        snapshot = [dict(m) for m in self.agent.messages]
+        # Captured now: by the time the thread runs, /new or compression may have moved on.
+        snapshot = [dict(m) for m in agent.messages]
+        context = (agent.config, agent.session_id)
         self._thread = threading.Thread(
-            target=self._run_safely, args=(snapshot,), name="cairn-review", daemon=True
+            target=self._run_safely, args=(snapshot, *context), name=THREAD_NAME, daemon=True
         )
         self._thread.start()
         return True
@@ -83,11 +90,11 @@ class BackgroundReview:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def _run_safely(self, messages: list[ChatMessage]) -> None:
+    def _run_safely(self, messages: list[ChatMessage], config: Config, session_id: str) -> None:
         from engine.agent import Notice
 
         try:
-            self.last_outcomes = self.run(messages)
+            self.last_outcomes = self.run(messages, config, session_id)
         except ProviderError as exc:
             self.agent._emit(Notice("review", f"background review skipped: {exc}"))
         except Exception as exc:
@@ -96,11 +103,13 @@ class BackgroundReview:
         finally:
             self.runs += 1
 
-    def run(self, messages: list[ChatMessage]) -> list[ToolOutcome]:
+    def run(
+        self, messages: list[ChatMessage], config: Config, session_id: str
+    ) -> list[ToolOutcome]:
         agent = self.agent
-        provider = make_provider(agent.config, "background_review")
+        provider = make_provider(config, "background_review")
         # Its own service: the review thread must not share the foreground tool's state.
-        service = MemoryService(agent.home, agent.config, session_id=agent.session_id)
+        service = MemoryService(agent.home, config, session_id=session_id)
         tools = ToolRegistry()
         tools.register(
             Tool(

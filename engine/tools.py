@@ -54,7 +54,7 @@ class ToolOutcome:
             "role": "tool",
             "tool_call_id": self.call.id,
             "name": self.call.name,
-            "content": json.dumps(self.result, ensure_ascii=False),
+            "content": json.dumps(self.result, ensure_ascii=False, default=str),
         }
 
 
@@ -126,6 +126,10 @@ class ToolRegistry:
             result = _failure("internal", f"{call.name} failed: {exc}"[:500])
         if not isinstance(result, dict):
             result = {"ok": True, "result": result}
+        try:
+            json.dumps(result, default=str)
+        except (TypeError, ValueError) as exc:  # e.g. a circular structure
+            result = _failure("internal", f"{call.name} returned a result that is not JSON: {exc}")
         try:
             summary = (tool.summarize or (lambda _a, r: _generic_summary(call.name, r)))(
                 arguments, result

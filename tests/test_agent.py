@@ -514,3 +514,95 @@ def test_a_model_repeating_the_same_calls_is_asked_for_an_answer_without_tools(
     offered = [bool(r.get("tools")) for r in scripted.chat_requests()]
     assert offered == [True, True, False]
     assert_pairs_complete(stored(agent))
+
+
+def test_a_tool_result_that_is_not_json_still_answers_its_call(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    from pathlib import Path
+
+    from engine.tools import Tool
+
+    schema = {"name": "where", "description": "a path", "parameters": {"type": "object"}}
+    tool = Tool("where", schema, lambda _args: {"ok": True, "path": Path("/srv/data")})
+    scripted.add(tool_calls(("where", {})), reply("It is in /srv/data."))
+    agent, _ = make_agent(model_home, extra_tools=[tool])
+    assert agent.send("where is it").reply == "It is in /srv/data."
+    transcript = stored(agent)
+    assert_pairs_complete(transcript)
+    assert "/srv/data" in transcript[2]["content"]
+
+
+def test_a_call_left_without_result_by_a_crash_is_answered_before_the_next_turn(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    scripted.add(reply("first"), reply("second"))
+    agent, _ = make_agent(model_home)
+    agent.send("hello")
+    # What a crash between a tool call and its result leaves behind.
+    dangling = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_x", "type": "function",
+             "function": {"name": "session_search", "arguments": "{}"}}
+        ],
+    }  # fmt: skip
+    agent._record(dangling)
+    assert agent.send("again").reply == "second"
+    assert_pairs_complete(stored(agent))
+    sent = scripted.chat_requests()[-1]["messages"]
+    assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "user"]
+
+
+def test_compress_works_after_a_stopped_reply(model_home: Home, scripted: ScriptedServer) -> None:
+    from engine.commands import run_command
+
+    summariser(scripted)
+    scripted.add(*[reply(f"answer {i}") for i in range(12)])
+    scripted.add(reply("a long reply that will be stopped " * 5, chunk_delay=0.02))
+    holder: dict[str, Agent] = {}
+
+    def stop_on_token(event: AgentEvent) -> None:
+        if isinstance(event, TokenReceived) and "stopped" in event.text:
+            holder["agent"].cancel()
+
+    agent = Agent(model_home, source="test", listener=stop_on_token, cwd=model_home.root)
+    holder["agent"] = agent
+    for i in range(12):
+        agent.send(f"message {i}")
+    assert agent.send("talk at length").cancelled
+    outcome = run_command(agent, "/compress")
+    assert outcome.ok, outcome.text
+
+
+def test_text_starting_with_a_slash_is_a_message_unless_it_names_a_command(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    from engine.commands import as_message, is_command
+
+    assert is_command("/help") and is_command("/memory pending")
+    assert not is_command("/etc/hosts is wrong") and not is_command("//help")
+    assert as_message("//help me") == "/help me"
+    scripted.add(reply("Let me look at /etc/hosts."))
+    agent, _ = make_agent(model_home)
+    agent.send(as_message("/etc/hosts is wrong"))
+    assert scripted.chat_requests()[0]["messages"][-1]["content"] == "/etc/hosts is wrong"
+
+
+def test_a_failed_automatic_compression_is_not_retried_before_every_call(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    update_config(
+        model_home,
+        {"model": {"context_length": 1024},
+         "auxiliary": {"compression": {"base_url": "http://127.0.0.1:9/v1"}}},
+    )  # fmt: skip
+    scripted.add(
+        *[tool_calls(("session_search", {"mode": "browse", "limit": i + 1})) for i in range(4)],
+        reply("done"),
+    )
+    agent, events = make_agent(model_home)
+    agent.send("long question " + "word " * 600)
+    skipped = [e for e in events.of(Notice) if e.kind == "compression"]
+    assert len(skipped) == 1, [e.text for e in skipped]

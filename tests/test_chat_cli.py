@@ -110,3 +110,24 @@ def test_model_set_and_show_never_store_the_key(home: Home, scripted: ScriptedSe
     proc = run_cairn("model", "set", "--api-key-env", "sk-live-123", home=home)
     assert proc.returncode == 1 and "environment variable" in proc.stderr
     assert "sk-live-123" not in home.config_file.read_text()
+
+
+def test_switching_endpoints_drops_the_old_key_variable(home: Home) -> None:
+    """The old endpoint's key variable must not be sent to a new host."""
+    run_cairn(
+        "model", "set", "--base-url", "https://one.example/v1", "--model", "m",
+        "--api-key-env", "ONE_KEY", home=home,
+    )  # fmt: skip
+    assert load_config(home).model.api_key_env == "ONE_KEY"
+    run_cairn("model", "set", "--base-url", "http://127.0.0.1:11434/v1", home=home)
+    config = load_config(home)
+    assert config.model.api_key_env is None and config.model.model == "m"
+    # Changing only the window keeps the provider and endpoint.
+    run_cairn("model", "set", "--context-length", "4096", home=home)
+    config = load_config(home)
+    assert config.model.provider == "openai" and config.model.context_length == 4096
+    # A key written inline by another tool is never echoed.
+    text = home.config_file.read_text().replace("model:\n", "model:\n  api_key: sk-inline\n", 1)
+    home.config_file.write_text(text)
+    proc = run_cairn("model", "--json", home=home)
+    assert "sk-inline" not in proc.stdout and json.loads(proc.stdout)["context_length"] == 4096

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.config import ConfigError, load_config, update_config
 from engine.home import Home, HomeError, resolve_home
@@ -105,3 +106,28 @@ def test_invalid_update_leaves_file_byte_identical(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"memory\.user_char_limit"):
         update_config(home, {"memory": {"user_char_limit": -5}})
     assert home.config_file.read_text() == HERMES_CONFIG
+
+
+def test_forms_other_agents_write_are_read_not_refused(home: Home) -> None:
+    """A shared config.yaml: a section with every key commented out, `auto` and empty
+    strings for "use the main model", a bare model name."""
+    home.root.mkdir(parents=True)
+    home.config_file.write_text(
+        "model: vendor/some-model\n"
+        "memory:\n"
+        "  # memory_char_limit: 3000\n"
+        "auxiliary:\n"
+        "  compression: {provider: auto, model: '', base_url: ''}\n"
+        "  background_review: {provider: main}\n"
+    )
+    config = load_config(home)
+    assert config.model.model == "vendor/some-model"
+    assert config.memory.memory_char_limit == 2200
+    assert config.auxiliary.compression.provider is None
+    assert config.auxiliary.compression.model is None
+    assert config.auxiliary.background_review.provider is None
+    # Cairn's own change keeps the name where the other agent reads it.
+    update_config(home, {"model": {"provider": "openai", "base_url": "http://127.0.0.1:1/v1"}})
+    raw = yaml.safe_load(home.config_file.read_text())
+    assert raw["model"]["default"] == "vendor/some-model"
+    assert load_config(home).model.model == "vendor/some-model"

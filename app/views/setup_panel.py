@@ -26,6 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 SERVER_ROLE = Qt.ItemDataRole.UserRole + 1
+# Settings that describe the previous endpoint: cleared on a switch so, for one, the old key
+# variable is never sent to the new host.
+_NEW_ENDPOINT: dict[str, Any] = {"api_key_env": None, "context_length": None}
 
 
 def local_model_available() -> bool:
@@ -79,7 +82,9 @@ class SetupPanel(QFrame):
         self.local_button.setToolTip(
             "Runs in-process; tiny and weak, so memory writes wait for your approval"
         )
-        self.local_button.clicked.connect(lambda: self.modelChosen.emit({"provider": "local"}))
+        self.local_button.clicked.connect(
+            lambda: self.modelChosen.emit({"provider": "local", **_NEW_ENDPOINT})
+        )
         self.local_button.setVisible(local_model_available())
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -123,7 +128,7 @@ class SetupPanel(QFrame):
         if item is None:
             return
         found = item.data(SERVER_ROLE)
-        patch = {"provider": "openai", "base_url": found["base_url"]}
+        patch = {"provider": "openai", "base_url": found["base_url"], **_NEW_ENDPOINT}
         if found.get("model"):
             patch["model"] = found["model"]
         self.modelChosen.emit(patch)
@@ -133,7 +138,12 @@ class SetupPanel(QFrame):
         if not url.startswith(("http://", "https://")) or not model:
             self.status.setText("Enter an http(s) base URL and a model name.")
             return
-        patch: dict[str, Any] = {"provider": "openai", "base_url": url, "model": model}
+        patch: dict[str, Any] = {
+            "provider": "openai",
+            "base_url": url,
+            "model": model,
+            **_NEW_ENDPOINT,
+        }
         if self.key_env.text().strip():
             patch["api_key_env"] = self.key_env.text().strip()
         self.modelChosen.emit(patch)
