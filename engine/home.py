@@ -1,7 +1,16 @@
 """Where Cairn keeps its data: the home folder, its profiles and the paths inside it.
 
-Resolution order: an explicit ``--home`` beats ``CAIRN_HOME``, which beats ``~/.cairn``. A
-profile is a complete, separate home under ``<home>/profiles/<name>``.
+Two steps pick the home a command uses:
+
+1. The *root*: an explicit ``--home`` beats ``CAIRN_HOME``, which beats ``~/.cairn``.
+2. The *profile* inside that root: an explicit ``--profile`` beats the name in
+   ``<root>/active_profile`` (written by ``cairn profile use``), which beats the root itself.
+
+A profile is a complete, separate home under ``<root>/profiles/<name>``. The name ``default``
+means the root itself, so ``--profile default`` reaches it whatever profile is active. Because
+the active profile is a file inside the root, it follows whichever root ``--home`` or
+``CAIRN_HOME`` chose; a ``--home`` pointing straight at a profile's folder uses that folder as a
+root of its own (its data, no active profile of its parent).
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ from pathlib import Path
 
 PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HOME_ENV = "CAIRN_HOME"
+ROOT_PROFILE = "default"  # the root home itself, never a folder under profiles/
+ACTIVE_PROFILE_FILE = "active_profile"
 
 
 class HomeError(ValueError):
@@ -74,8 +85,15 @@ class Home:
     def profiles_dir(self) -> Path:
         return self.root / "profiles"
 
+    @property
+    def active_profile_file(self) -> Path:
+        return self.root / ACTIVE_PROFILE_FILE
+
     def profile(self, name: str) -> Home:
-        return Home(self.profiles_dir / validate_profile_name(name))
+        """The profile ``name`` of this (root) home; ``default`` is the home itself."""
+        if validate_profile_name(name) == ROOT_PROFILE:
+            return self
+        return Home(self.profiles_dir / name)
 
 
 def validate_profile_name(name: str) -> str:
@@ -87,11 +105,32 @@ def validate_profile_name(name: str) -> str:
     return name
 
 
-def resolve_home(
-    home: str | os.PathLike[str] | None = None,
-    profile: str | None = None,
-    environ: Mapping[str, str] | None = None,
+def read_active_profile(root: Home) -> str | None:
+    """The profile ``cairn profile use`` chose for ``root``, or None for the root itself.
+
+    A damaged file is an error rather than a silent fall-back to the root: running as the wrong
+    profile would mix one profile's memory and sessions into another's.
+    """
+    path = root.active_profile_file
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HomeError(f"{path} cannot be read ({exc}); fix or delete that file") from exc
+    if not text or text == ROOT_PROFILE:
+        return None
+    if not PROFILE_NAME.fullmatch(text):
+        raise HomeError(
+            f"{path} names {text[:80]!r}, which is not a profile name; fix or delete that file"
+        )
+    return text
+
+
+def resolve_root(
+    home: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Home:
+    """The root home (``--home`` > ``CAIRN_HOME`` > ``~/.cairn``), before any profile."""
     env = os.environ if environ is None else environ
     if home is not None and str(home) != "":
         root = Path(home)
@@ -102,4 +141,17 @@ def resolve_home(
     base = Home(root.expanduser().absolute())
     if base.root.exists() and not base.root.is_dir():
         raise HomeError(f"home {base.root} exists and is not a folder")
-    return base if profile is None else base.profile(profile)
+    return base
+
+
+def resolve_home(
+    home: str | os.PathLike[str] | None = None,
+    profile: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Home:
+    base = resolve_root(home, environ)
+    if profile is None:
+        profile = read_active_profile(base)
+        if profile is None:
+            return base
+    return base.profile(profile)
