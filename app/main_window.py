@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
 from app.views.chat_pane import ChatPane
+from app.views.journey_view import JourneyView
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog
 from app.views.session_list import SessionList
@@ -53,6 +54,12 @@ class MainWindow(QMainWindow):
         self.badge = PendingBadge()
         self.sessions_dock = self._dock("Sessions", "sessions", self.sessions, left=True)
         self.memory_dock = self._dock("Memory", "memory", self.memory, left=False)
+        self.journey = JourneyView()
+        self.journey_dock = QDockWidget("Journey", self)
+        self.journey_dock.setObjectName("journey-dock")
+        self.journey_dock.setWidget(self.journey)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.journey_dock)
+        self.journey_dock.hide()  # opened by /journey or Ctrl+3; it loads when first shown
 
         self._thread = QThread(self)
         self._thread.setObjectName("cairn-engine")
@@ -124,6 +131,16 @@ class MainWindow(QMainWindow):
         w.changed.connect(self.badge.apply_changes)
         w.changed.connect(self._on_changed)
 
+        self.journey.reloadRequested.connect(w.load_journey)
+        self.journey.editRequested.connect(w.edit_chunk)
+        self.journey.deleteRequested.connect(w.delete_chunk)
+        w.journeyLoaded.connect(self.journey.set_bundle)
+        w.journeyEdited.connect(self.journey.show_edit_result)
+        w.changed.connect(self.journey.apply_changes)
+        # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
+        self.memory.entrySelected.connect(self._on_panel_selection)
+        self.journey.selection.changed.connect(self._on_journey_selection)
+
     def _actions(self) -> None:
         toolbar = QToolBar("Main")
         toolbar.setObjectName("main-toolbar")
@@ -140,6 +157,9 @@ class MainWindow(QMainWindow):
         toggle_memory.setShortcut(QKeySequence("Ctrl+2"))
         toolbar.addAction(toggle_sessions)
         toolbar.addAction(toggle_memory)
+        toggle_journey = self.journey_dock.toggleViewAction()
+        toggle_journey.setShortcut(QKeySequence("Ctrl+3"))
+        toolbar.addAction(toggle_journey)
         toolbar.addWidget(self.badge)
         self._action("Quit", QKeySequence.StandardKey.Quit, self.close, None)
 
@@ -182,6 +202,32 @@ class MainWindow(QMainWindow):
     def _on_command_finished(self, result: dict[str, object]) -> None:
         if result.get("action") == "pending":
             self.pending.show()
+        elif result.get("action") == "journey":
+            self.show_journey()
+
+    @Slot()
+    def show_journey(self) -> None:
+        self.journey_dock.show()
+        self.journey_dock.raise_()
+
+    # The panel and the journey are refreshed separately, so for a moment their rows may
+    # differ: the two are matched by the entry's text, never by position alone.
+
+    @Slot(str, int)
+    def _on_panel_selection(self, target: str, row: int) -> None:
+        text = self.memory.boxes[target].model.entry(row) if target in self.memory.boxes else None
+        if text is not None:
+            self.journey.select_entry(target, row, text)
+
+    @Slot(str)
+    def _on_journey_selection(self, key: str) -> None:
+        chunk = self.journey.chunk(key)
+        row = -1
+        if chunk is not None and chunk.alive:
+            entries = self.memory.boxes[chunk.target.value].model.entries()
+            row = entries.index(chunk.text) if chunk.text in entries else -1
+        # Nothing selected, or not in the panel's entries: no row of the panel is it.
+        self.memory.select_entry(chunk.target.value if row >= 0 and chunk else "", row)
 
     @Slot(object)
     def _on_changed(self, changes: ChangeSet) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
+from app.models.journey_model import bundle as journey_bundle
+from engine import journey
 from engine.agent import (
     Agent,
     AgentEvent,
@@ -77,6 +79,8 @@ class EngineWorker(QObject):
     sessionLoaded = Signal(object)  # a session_search read result: session fields + messages
     memoryEdited = Signal(object)  # the engine's result dict of a panel edit (ok or refused)
     serversDetected = Signal(object)  # [{"name", "base_url", "models"}]
+    journeyLoaded = Signal(object)  # a JourneyBundle, or the error text when it failed
+    journeyEdited = Signal(object)  # the engine's result dict of a journey edit or delete
     failed = Signal(str)
     _refreshRequested = Signal()
 
@@ -86,6 +90,8 @@ class EngineWorker(QObject):
         self.cwd = cwd
         self.agent: Agent | None = None
         self._memory: MemoryService | None = None
+        # Kept between loads: the history only grows, so each load replays only new events.
+        self._journey = journey.JourneyBuilder()
         self._refreshRequested.connect(self.refresh, Qt.ConnectionType.QueuedConnection)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -239,6 +245,48 @@ class EngineWorker(QObject):
             result = exc.to_dict()
         self.memoryEdited.emit(result)
         self.changed.emit(self._memory_state(["pending"]))
+
+    # -- journey ---------------------------------------------------------------------------
+
+    @Slot()
+    def load_journey(self) -> None:
+        """The journey and its graph layout, built here so the GUI thread only draws."""
+        service = self._need_memory()
+        if service is None:
+            self.journeyLoaded.emit("memory could not be opened")
+            return
+        try:
+            loaded = journey_bundle(journey.load_journey(service, builder=self._journey))
+        except Exception as exc:  # every request gets an answer: the view waits for one
+            log.exception("journey failed to load")
+            self.journeyLoaded.emit(f"the journey could not be built: {exc}")
+            return
+        self.journeyLoaded.emit(loaded)
+
+    @Slot(str, str)
+    def edit_chunk(self, node_id: str, text: str) -> None:
+        self._journey_write(lambda service: journey.edit_chunk(service, node_id, text))
+
+    @Slot(str)
+    def delete_chunk(self, node_id: str) -> None:
+        self._journey_write(lambda service: journey.delete_chunk(service, node_id))
+
+    def _journey_write(self, write: Any) -> None:
+        service = self._need_memory()
+        if service is None:
+            self.journeyEdited.emit(
+                {"ok": False, "error": "internal", "message": "memory could not be opened"}
+            )
+            return
+        try:
+            result = write(service)
+        except MemoryToolError as exc:
+            result = exc.to_dict()
+        except Exception as exc:
+            log.exception("journey edit failed")
+            result = {"ok": False, "error": "internal", "message": str(exc)}
+        self.journeyEdited.emit(result)
+        self.changed.emit(self._memory_state(["journey"]))
 
     # -- sessions --------------------------------------------------------------------------
 

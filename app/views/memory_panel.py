@@ -553,15 +553,34 @@ class MemoryPanel(QWidget):
         self._outstanding: deque[tuple[MemoryTargetBox, EntryEditor | None]] = deque()
         self._snapshot_diff: dict[str, dict[str, list[str]]] = {}
         self.diff_dialog: SnapshotDiffDialog | None = None
+        self._syncing = False
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.setChildrenCollapsible(False)
         for key, box in self.boxes.items():
             box.editSubmitted.connect(lambda ops, editor, box=box: self._submit(box, ops, editor))
-            box.entrySelected.connect(lambda row, key=key: self.entrySelected.emit(key, row))
+            box.entrySelected.connect(lambda row, key=key: self._relay_selection(key, row))
             splitter.addWidget(box)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
+
+    def _relay_selection(self, target: str, row: int) -> None:
+        if not self._syncing:
+            self.entrySelected.emit(target, row)
+
+    @Slot(str, int)
+    def select_entry(self, target: str, row: int) -> None:
+        """Select ``row`` of ``target`` because the shared selection moved (in the journey);
+        the other file's selection is cleared, and nothing is echoed back."""
+        self._syncing = True
+        try:
+            for key, box in self.boxes.items():
+                if key == target and row >= 0:
+                    box.select_row(row)
+                else:
+                    box.entries.clearSelection()
+        finally:
+            self._syncing = False
 
     def _submit(
         self, box: MemoryTargetBox, operations: list[dict[str, Any]], editor: EntryEditor | None

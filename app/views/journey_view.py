@@ -1,0 +1,274 @@
+"""The journey view: the radial graph over the timeline, with filters, and edits of any chunk.
+
+Nothing here reads or writes memory. The view asks for journey data with
+``reloadRequested`` (the worker answers with :meth:`JourneyView.set_bundle`) and sends edits
+and deletes as versioned node ids (``editRequested(id, text)``, ``deleteRequested(id)``); the
+engine refuses an id whose entry changed meanwhile, and the view then reloads.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.models.journey_model import JourneyBundle, JourneySelection
+from app.views.journey_timeline import JourneyTimeline
+from app.views.memory_panel import ADDED, REMOVED, WARNING, EntryEditor, _set_text_color
+from app.views.radial_graph import RadialGraph
+from engine.journey import Chunk
+from engine.memory.entries import Target
+from engine.memory.operations import preview
+
+
+class JourneyView(QWidget):
+    reloadRequested = Signal()
+    editRequested = Signal(str, str)  # versioned node id, new text
+    deleteRequested = Signal(str)  # versioned node id
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bundle: JourneyBundle | None = None
+        self.selection = JourneySelection(self)
+        self.graph = RadialGraph(self.selection)
+        self.timeline = JourneyTimeline(self.selection)
+        self.memory_state: dict[str, dict[str, Any]] = {}
+        self.stale = True
+        self._loading = False  # a reload is on its way: further changes only mark it again
+        self._again = False
+        self._outstanding: deque[EntryEditor | None] = deque()
+        self.editor: EntryEditor | None = None
+        self.confirm: QMessageBox | None = None
+
+        self.sources = {
+            "memory": QCheckBox("Memory"),
+            "user": QCheckBox("User profile"),
+            "sessions": QCheckBox("Sessions"),
+        }
+        for box in self.sources.values():
+            box.setChecked(True)
+            box.toggled.connect(self._on_sources)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter by text…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.graph.set_filter_text)
+        self.history = QCheckBox("Show removed")
+        self.history.setToolTip("Also show, faded, chunks that are not in memory at this moment")
+        self.history.toggled.connect(self.graph.set_show_history)
+        self.fit_button = QToolButton()
+        self.fit_button.setText("Fit")
+        self.fit_button.setToolTip("Zoom to fit (0)")
+        self.fit_button.clicked.connect(self.graph.fit)
+        self.summary = QLabel()
+        row = QHBoxLayout()
+        for box in self.sources.values():
+            row.addWidget(box)
+        row.addWidget(self.filter, 1)
+        row.addWidget(self.history)
+        row.addWidget(self.fit_button)
+        row.addWidget(self.summary)
+        self.result = QLabel()
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result.hide()
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.graph)
+        split.addWidget(self.timeline)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(row)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.result)
+
+        self.timeline.positionChanged.connect(self._on_position)
+        for source in (self.graph, self.timeline):
+            source.editRequested.connect(self.edit_chunk)
+            source.deleteRequested.connect(self.delete_chunk)
+
+    # -- data ------------------------------------------------------------------------------
+
+    def request_reload(self) -> None:
+        """Ask the worker for fresh journey data; a burst of changes costs one or two builds,
+        never one per change."""
+        if self._loading:
+            self._again = True
+            return
+        self._loading = True
+        self.reloadRequested.emit()
+
+    @Slot(object)
+    def set_bundle(self, bundle: object) -> None:
+        """The worker's answer: a :class:`JourneyBundle`, or why there is none."""
+        self._loading = False
+        if self._again:
+            self._again = False
+            self.request_reload()
+        if not isinstance(bundle, JourneyBundle):
+            self._show_result(str(bundle), REMOVED)
+            return
+        self.bundle = bundle
+        self.stale = False
+        self.graph.set_bundle(bundle)
+        self.timeline.set_journey(bundle.journey)
+        journey = bundle.journey
+        alive = sum(1 for c in journey.chunks if c.alive)
+        self.summary.setText(
+            f"{alive} chunks now · {len(journey.chunks)} ever · {len(journey.sessions)} "
+            f"sessions · {journey.now:,} events"
+        )
+        if journey.history_error:
+            self._show_result(f"Change history unavailable: {journey.history_error}", WARNING)
+
+    @Slot(object)
+    def apply_changes(self, changes: Any) -> None:
+        """Take a worker ChangeSet: memory changed, so the journey is out of date."""
+        memory = getattr(changes, "memory", None)
+        if memory is None:
+            return
+        self.memory_state = memory
+        if self.editor is not None:
+            state = memory.get(self.editor.target.value)
+            if state is not None:
+                self.editor.set_state(state)
+        self.stale = True
+        if self.isVisible():
+            self.request_reload()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.stale:
+            self.request_reload()
+
+    def _on_sources(self) -> None:
+        self.graph.set_sources({name for name, box in self.sources.items() if box.isChecked()})
+
+    def _on_position(self, position: int) -> None:
+        journey = self.bundle.journey if self.bundle else None
+        self.graph.set_position(None if journey is None or position >= journey.now else position)
+
+    # -- the shared selection and the memory panel -----------------------------------------
+
+    def chunk(self, key: str) -> Chunk | None:
+        return self.bundle.journey.chunk(key) if self.bundle is not None else None
+
+    def select_entry(self, target: str, row: int, text: str | None = None) -> None:
+        """The memory panel selected ``row`` of ``target`` (holding ``text``, when given):
+        select that chunk here. With ``text``, the chunk must hold it — the panel may be a
+        step ahead of the journey — and a chunk elsewhere that holds it is taken instead."""
+        if self.bundle is None or row < 0:
+            return
+        chunks = self.bundle.journey.current(Target(target))
+        if text is None:
+            if row < len(chunks):
+                self.selection.select(chunks[row].key)
+            return
+        if row < len(chunks) and chunks[row].text == text:
+            self.selection.select(chunks[row].key)
+            return
+        same = next((c for c in chunks if c.text == text), None)
+        if same is not None:
+            self.selection.select(same.key)
+
+    def entry_of(self, key: str) -> tuple[str, int] | None:
+        """(target, row) of chunk ``key`` in memory now, for the memory panel."""
+        chunk = self.chunk(key)
+        if chunk is None or chunk.index is None:
+            return None
+        return chunk.target.value, chunk.index
+
+    # -- edits -----------------------------------------------------------------------------
+
+    @Slot(str)
+    def edit_chunk(self, key: str) -> None:
+        chunk = self.chunk(key)
+        if chunk is None or chunk.node_id is None:
+            return
+        if self.editor is not None and self.editor.isVisible():
+            self.editor.raise_()
+            return
+        state = self.memory_state.get(chunk.target.value, {})
+        editor = EntryEditor(chunk.target, state, chunk.text, self)
+        editor.setWindowTitle(f"Edit {chunk.node_id}")
+        node_id = chunk.node_id
+
+        def submit(text: str) -> None:
+            self._outstanding.append(editor)
+            self.editRequested.emit(node_id, text)
+
+        editor.submitted.connect(submit)
+        editor.finished.connect(lambda _code: self._editor_closed(editor))
+        self.editor = editor
+        editor.show()
+
+    def _editor_closed(self, editor: EntryEditor) -> None:
+        if self.editor is editor:
+            self.editor = None
+
+    @Slot(str)
+    def delete_chunk(self, key: str) -> None:
+        chunk = self.chunk(key)
+        if chunk is None or chunk.node_id is None:
+            return
+        node_id = chunk.node_id
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Delete chunk",
+            f"Delete this entry from {chunk.target.filename}?\n\n{preview(chunk.text, 200)}\n\n"
+            "It can be undone (cairn memory undo).",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        self.confirm = box
+
+        def decided(answer: int) -> None:
+            if answer == QMessageBox.StandardButton.Yes:
+                self._outstanding.append(None)
+                self.deleteRequested.emit(node_id)
+            box.deleteLater()
+            if self.confirm is box:
+                self.confirm = None
+
+        box.finished.connect(decided)
+        box.open()
+
+    @Slot(object)
+    def show_edit_result(self, result: object) -> None:
+        """The engine's answer to the oldest outstanding edit or delete."""
+        if not isinstance(result, dict):
+            return
+        editor = self._outstanding.popleft() if self._outstanding else None
+        message = str(result.get("message") or result.get("error") or "")
+        if result.get("ok"):
+            staged = result.get("status") == "staged"
+            self._show_result(message, WARNING if staged else ADDED)
+            if editor is not None:
+                editor.waiting = False
+                editor.accept()
+        else:
+            self._show_result("Refused: " + message, REMOVED)
+            if editor is not None and editor.isVisible():
+                editor.refused(message)
+            if result.get("error") == "stale":
+                self.request_reload()
+
+    def _show_result(self, message: str, color: Any) -> None:
+        self.result.setText(message)
+        _set_text_color(self.result, color)
+        self.result.show()
