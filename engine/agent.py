@@ -29,6 +29,8 @@ from engine.memory import tool as memory_tool
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService
+from engine.plugins.base import MemoryProvider
+from engine.plugins.manager import ProviderLoadError, ProviderManager, load_provider
 from engine.prompt import SystemPrompt, build_system_prompt
 from engine.providers import make_provider
 from engine.providers.base import CancelToken, ChatMessage, ChatProvider, ProviderError, Reply
@@ -72,7 +74,7 @@ class ToolFinished:
 class Notice:
     """Something the user should see besides the reply (memory saved, compression, errors)."""
 
-    kind: str  # memory | review | compression | session | error | info
+    kind: str  # memory | review | compression | session | provider | error | info
     text: str
     detail: str = ""
 
@@ -151,6 +153,7 @@ class Agent:
         listener: Listener | None = None,
         extra_tools: Sequence[Tool] = (),
         background_review: bool = True,
+        memory_provider: MemoryProvider | None = None,
     ) -> None:
         self.home = home
         self.config = config if config is not None else load_config(home)
@@ -173,6 +176,9 @@ class Agent:
         self.session_id = ""
         self.parent_session_id: str | None = None
         self.memory = MemoryService(home, self.config)
+        # The external memory provider (``memory.provider``, or ``memory_provider`` given
+        # directly), always in addition to the built-in memory; None when there is none.
+        self.external_memory = self._start_external_memory(memory_provider)
         self.search_tool = sessions_tool.SessionSearchTool(SessionSearch(self.store))
         self._memory_tool = memory_tool.MemoryTool(self.memory)
         self.tools = self._registry()
@@ -216,7 +222,30 @@ class Agent:
         )
         for tool in self._extra_tools:
             registry.register(tool)
+        if self.external_memory is not None:
+            # After every core tool, so a provider's tool can never take a core tool's name.
+            for tool in self.external_memory.tools(reserved=registry.names()):
+                registry.register(tool)
         return registry
+
+    def _start_external_memory(self, given: MemoryProvider | None) -> ProviderManager | None:
+        name = self.config.memory.provider
+        if given is None and not name:
+            return None
+        try:
+            provider = (
+                given if given is not None else load_provider(name or "", self.home, self.config)
+            )
+        except ProviderLoadError as exc:
+            log.warning("%s", exc)
+            self._emit(Notice("provider", f"{exc}; continuing with built-in memory only"))
+            return None
+        manager = ProviderManager(
+            provider, notify=lambda text: self._emit(Notice("provider", text))
+        )
+        self.memory.on_committed.append(manager.memory_written)
+        self.pre_compress_hooks.append(manager.pre_compress)
+        return manager
 
     def _context_length(self) -> int:
         configured = self.config.model.context_length
@@ -236,6 +265,7 @@ class Agent:
             tool_names=self.tools.names(),
             context_length=self._context_length(),
             cwd=self.cwd,
+            provider_block=self.external_memory.prompt_block() if self.external_memory else "",
         )
         for warning in prompt.warnings:
             self._emit(Notice("info", warning))
@@ -359,7 +389,7 @@ class Agent:
             result.iterations += 1
             try:
                 reply = provider.chat(
-                    [self._system_message(), *self.messages],
+                    self._request_messages(text),
                     tools=self.tools.schemas() if offer_tools else None,
                     temperature=self.config.model.temperature,
                     on_token=lambda piece: self._emit(TokenReceived(piece)),
@@ -395,9 +425,30 @@ class Agent:
                 result.cancelled = True
                 break
         self._emit(ReplyFinished(result.reply, result.cancelled))
-        if not result.cancelled and result.error is None and self.review is not None:
-            self.review.after_turn()
+        if not result.cancelled and result.error is None:
+            if self.external_memory is not None:
+                self.external_memory.turn_done(text, result.reply, self.session_id)
+            if self.review is not None:
+                self.review.after_turn()
         return result
+
+    def _request_messages(self, query: str) -> list[ChatMessage]:
+        """What the model is sent: the frozen prompt and the conversation, with the external
+        provider's recall for ``query`` fenced into this request's copy of the latest user
+        message — never into ``self.messages`` or the store."""
+        messages = [self._system_message(), *self.messages]
+        if self.external_memory is None:
+            return messages
+        recalled = self.external_memory.recall(query, self.session_id)
+        if not recalled:
+            return messages
+        for index in range(len(messages) - 1, 0, -1):
+            if messages[index].get("role") == "user":
+                original = messages[index]
+                content = f"{recalled}\n\n{original.get('content') or ''}"
+                messages[index] = {**original, "content": content}
+                break
+        return messages
 
     def _system_message(self) -> ChatMessage:
         return {"role": "system", "content": self.prompt.text}
@@ -438,20 +489,27 @@ class Agent:
         """End this session and start a fresh one with a freshly built prompt."""
         if self.session is not None:
             self.store.end_session(self.session_id, "new_session")
+            if self.external_memory is not None:
+                self.external_memory.session_ended(self.messages)
         self.messages = []
         self.user_turns = 0
         self.prompt = self._build_prompt()
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
 
-    def close(self, review_timeout: float = 30.0) -> None:
+    def close(self, review_timeout: float = 30.0, provider_timeout: float = 5.0) -> None:
         """End the session; a background review still running gets ``review_timeout``
-        seconds to finish (its writes are atomic either way)."""
+        seconds to finish (its writes are atomic either way), the external memory provider
+        ``provider_timeout`` seconds to finish its queued work and shut down."""
         if self.review is not None:
             self.review.wait(timeout=review_timeout)
         if self.session is not None and self.session.ended_at is None:
             self.store.end_session(self.session_id, "closed")
             self.session = self.session.model_copy(update={"ended_at": time.time()})
+            if self.external_memory is not None:
+                self.external_memory.session_ended(self.messages)
+        if self.external_memory is not None:
+            self.external_memory.close(timeout=provider_timeout)
 
     def _maybe_compress(self) -> None:
         # After a failed attempt, wait a few turns: retrying before every model call would
@@ -530,6 +588,8 @@ class Agent:
             self._emit(Notice("compression", f"compression failed, session unchanged: {exc}"))
             return False
         self.store.end_session(old_id, "compression")
+        if self.external_memory is not None:
+            self.external_memory.session_ended(self.messages)
         self.session_id, self.parent_session_id = child_id, old_id
         self.memory.session_id = child_id
         self.search_tool.current_session_id = child_id

@@ -43,9 +43,15 @@ class _Section(BaseModel):
         if not isinstance(data, dict):
             return data
         cleaned = dict(data)
-        for name in cls.model_fields:
+        for name, field in cls.model_fields.items():
             if name in cleaned and cleaned[name] in (None, ""):
-                del cleaned[name]
+                # Where None is the default, keep it as None: this validator also runs on
+                # attribute assignment (validate_assignment) with the whole model's values,
+                # and a deleted key would leave the attribute missing, not defaulted.
+                if field.default is None:
+                    cleaned[name] = None
+                else:
+                    del cleaned[name]
         return cleaned
 
 

@@ -110,6 +110,8 @@ class BackgroundReview:
         provider = make_provider(config, "background_review")
         # Its own service: the review thread must not share the foreground tool's state.
         service = MemoryService(agent.home, config, session_id=session_id)
+        # Its committed writes reach the external memory provider like the foreground's.
+        service.on_committed.extend(agent.memory.on_committed)
         tools = ToolRegistry()
         tools.register(
             Tool(

@@ -16,6 +16,7 @@ from engine.memory import threats
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService, usage_of
+from engine.plugins import cli as plugins_cli
 
 TARGETS = [t.value for t in Target]
 
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     command("undo", "undo the newest change, or change ID").add_argument(
         "event_id", nargs="?", type=int
     )
+    plugins_cli.register(cmds, common)  # setup | status | off: the external provider
 
 
 def _read_stdin(what: str) -> str:

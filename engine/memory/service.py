@@ -31,6 +31,10 @@ from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refus
 
 log = logging.getLogger(__name__)
 
+# Called with (action, target, content) for each operation of a committed write: the content
+# added, the new text of a replaced entry, or the entry removed.
+CommitObserver = Callable[[str, Target, str], None]
+
 
 def describe(ops: list[Op]) -> str:
     if len(ops) > 1:
@@ -69,6 +73,9 @@ class MemoryService:
             self.history, self.history_error = None, str(exc)
         self.store = MemoryStore(home, self.config, self.history)
         self.queue = PendingQueue(home.pending_memory_dir)
+        # Told about writes that reached the file (never staged ones), e.g. so an external
+        # memory provider can mirror them.
+        self.on_committed: list[CommitObserver] = []
 
     # -- reading -------------------------------------------------------------------------
 
@@ -132,7 +139,23 @@ class MemoryService:
         if self.config.memory.write_approval:
             return self._stage(target, ops, origin, session_id)
         outcome = self.store.write(target, ops, origin=origin, session_id=session_id)
+        self._committed(ops, outcome)
         return self._result(outcome, describe(ops))
+
+    def _committed(self, ops: list[Op], outcome: WriteOutcome) -> None:
+        if not outcome.changed or not self.on_committed:
+            return
+        for op in ops:
+            if isinstance(op, RemoveOp):
+                # The whole entry that went, not the fragment that identified it.
+                content = next((e for e in outcome.before.entries if op.old_text in e), op.old_text)
+            else:
+                content = op.content
+            for observer in list(self.on_committed):
+                try:
+                    observer(op.action, outcome.target, content)
+                except Exception:  # an observer's failure must not undo a committed write
+                    log.exception("memory commit observer failed")
 
     def _stage(
         self, target: Target, ops: list[Op], origin: Origin, session_id: str | None
@@ -237,6 +260,7 @@ class MemoryService:
                 **exc.details,
             ) from exc
         self.queue.discard(record.id)
+        self._committed(ops, outcome)
         return self._result(
             outcome, f"approved {record.id} ({record.summary})", pending_id=record.id
         )
@@ -322,4 +346,5 @@ class MemoryService:
             detail={"undoes": event.id},
             precondition=unchanged_since,
         )
+        self._committed(ops, outcome)
         return self._result(outcome, f"undid #{event.id} ({event.action})", undone=event.id)
