@@ -38,6 +38,7 @@ from engine.review import BackgroundReview
 from engine.sessions import tool as sessions_tool
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionInfo, SessionStore
+from engine.skills import propose_skill_message, skill_tools, skills_index
 from engine.tools import Tool, ToolOutcome, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,8 @@ class Agent:
         registry.register(
             Tool("session_search", sessions_tool.SCHEMA, self.search_tool, sessions_tool.summarize)
         )
+        for tool in skill_tools(self.home, self.config, "foreground", session_id=self.session_id):
+            registry.register(tool)
         for tool in self._extra_tools:
             registry.register(tool)
         if self.external_memory is not None:
@@ -265,6 +268,7 @@ class Agent:
             tool_names=self.tools.names(),
             context_length=self._context_length(),
             cwd=self.cwd,
+            skills_index=self._skills_index(),
             provider_block=self.external_memory.prompt_block() if self.external_memory else "",
         )
         for warning in prompt.warnings:
@@ -387,9 +391,16 @@ class Agent:
                 break
             self._maybe_compress()
             result.iterations += 1
+            request = self._request_messages(text)
+            nudge = propose_skill_message(
+                result.tool_calls, self.config.skills.propose_after_tool_calls
+            )
+            if nudge and "skill_manage" in self.tools:
+                # Sent with the request that will likely write the final reply, never stored.
+                request.append({"role": "system", "content": nudge})
             try:
                 reply = provider.chat(
-                    self._request_messages(text),
+                    request,
                     tools=self.tools.schemas() if offer_tools else None,
                     temperature=self.config.model.temperature,
                     on_token=lambda piece: self._emit(TokenReceived(piece)),
@@ -449,6 +460,13 @@ class Agent:
                 messages[index] = {**original, "content": content}
                 break
         return messages
+
+    def _skills_index(self) -> str:
+        try:
+            return skills_index(self.home)
+        except Exception as exc:  # a broken skills folder must not stop a session
+            log.warning("skills index unavailable: %s", exc)
+            return ""
 
     def _system_message(self) -> ChatMessage:
         return {"role": "system", "content": self.prompt.text}

@@ -18,6 +18,7 @@ from engine.memory import tool as memory_tool
 from engine.memory.service import MemoryService
 from engine.providers import make_provider
 from engine.providers.base import ChatMessage, ProviderError
+from engine.skills import skill_tools
 from engine.tools import Tool, ToolOutcome, ToolRegistry
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ every future session, so the bar is high: save only durable facts that will stil
 weeks — corrections the user made, stable preferences, facts about the user or their \
 environment, procedures that worked. Never save task progress, one-off details, ids, or \
 anything already in memory. Use the memory tool (target "user" for who the user is and what \
-they like, "memory" for environment facts and lessons). If nothing qualifies, answer exactly \
+they like, "memory" for environment facts and lessons). A reusable procedure that worked \
+belongs in a skill (skill_manage) rather than in memory. If nothing qualifies, answer exactly \
 NOTHING TO SAVE and call no tool."""
 
 
@@ -122,10 +124,11 @@ class BackgroundReview:
                 parallel_safe=False,
             )
         )
-        for name in REVIEW_TOOLS[1:]:
-            extra = agent.tools.get(name)
-            if extra is not None:
-                tools.register(extra)
+        # Its own skill tools too: the review's writes carry its origin, so approval stages
+        # them like its memory writes.
+        for tool in skill_tools(agent.home, config, "background_review", session_id=session_id):
+            if tool.name in REVIEW_TOOLS:
+                tools.register(tool)
         conversation: list[ChatMessage] = [
             {"role": "system", "content": INSTRUCTIONS},
             {

@@ -254,8 +254,9 @@ def test_background_review_stages_a_write_when_approval_is_on(
     notices = [e for e in events.of(Notice) if e.kind == "memory"]
     assert notices and pending[0].id in notices[0].text
     assert "USER + Works night shifts" in notices[0].detail
-    # The review only ever offers the memory tool.
-    assert [t["function"]["name"] for t in reviews[0]["tools"]] == ["memory"]
+    # The review only ever offers the memory and skill tools.
+    offered = {t["function"]["name"] for t in reviews[0]["tools"]}
+    assert offered == {"memory", "skill_view", "skill_manage"}
     # The next turn did not wait for the review, and the review is not in the transcript.
     agent.send("thanks")
     assert all("night shifts" not in str(m.get("content")) or m["role"] != "tool"
@@ -606,3 +607,21 @@ def test_a_failed_automatic_compression_is_not_retried_before_every_call(
     agent.send("long question " + "word " * 600)
     skipped = [e for e in events.of(Notice) if e.kind == "compression"]
     assert len(skipped) == 1, [e.text for e in skipped]
+
+
+def test_after_a_long_task_the_model_is_asked_to_offer_a_skill_not_stored(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    scripted.add(
+        *[tool_calls(("session_search", {"mode": "browse", "limit": i + 1})) for i in range(5)],
+        reply("Done. Want me to save this as a skill?"),
+        reply("short"),
+    )
+    agent, _ = make_agent(model_home)
+    agent.send("do the long thing")
+    last = scripted.chat_requests()[5]["messages"]
+    assert last[-1]["role"] == "system" and "skill" in last[-1]["content"]
+    assert all("as a skill" not in (m.get("content") or "") or m["role"] == "assistant"
+               for m in stored(agent))  # fmt: skip
+    agent.send("a short one")
+    assert scripted.chat_requests()[6]["messages"][-1]["role"] == "user"
