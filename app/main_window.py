@@ -11,6 +11,7 @@ from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Sign
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
+from app.scheduler import CronScheduler
 from app.views.chat_pane import ChatPane
 from app.views.journey_view import JourneyView
 from app.views.memory_panel import MemoryPanel
@@ -19,6 +20,7 @@ from app.views.session_list import SessionList
 from app.views.setup_panel import SetupPanel
 from app.watcher import HomeWatcher
 from app.worker import ChangeSet, EngineWorker
+from engine.cron import RunResult
 from engine.home import Home
 
 LAYOUT_VERSION = 1
@@ -79,6 +81,13 @@ class MainWindow(QMainWindow):
         self.startRequested.emit()
         if self.watcher is not None:
             self.watcher.start()
+        # Cron jobs run while the window is open (system cron can run `cairn cron tick`
+        # when it is not); runs happen on the scheduler's own thread.
+        self.scheduler = CronScheduler(home, self) if watch else None
+        if self.scheduler is not None:
+            self.scheduler.jobFinished.connect(self._on_cron_finished)
+            self.scheduler.problem.connect(self._on_cron_problem)
+            self.scheduler.start()
 
     # -- construction ----------------------------------------------------------------------
 
@@ -255,6 +264,18 @@ class MainWindow(QMainWindow):
         if isinstance(state, QByteArray):
             self.restoreState(state, LAYOUT_VERSION)
 
+    @Slot(str, object)
+    def _on_cron_finished(self, name: str, result: RunResult) -> None:
+        text = f"cron job {name}: {result.status}"
+        if result.error:
+            text += f" ({result.error})"
+        self.statusBar().showMessage(text, 10_000)
+        self.chat.on_notice("cron", text, result.reply[:2000])
+
+    @Slot(str)
+    def _on_cron_problem(self, message: str) -> None:
+        self.statusBar().showMessage(f"cron: {message}", 10_000)
+
     def _save_layout(self) -> None:
         self._settings.setValue("geometry", self.saveGeometry())
         self._settings.setValue("state", self.saveState(LAYOUT_VERSION))
@@ -265,6 +286,8 @@ class MainWindow(QMainWindow):
             return
         if self.watcher is not None:
             self.watcher.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
         self.worker.cancel()
         # Blocking, not queued: a queued stop posted while the worker finishes a reply would
         # never run once the thread quits, and the session would not be ended.
