@@ -15,6 +15,7 @@ from app.scheduler import CronScheduler
 from app.views.chat_pane import ChatPane
 from app.views.journey_view import JourneyView
 from app.views.memory_panel import MemoryPanel
+from app.views.migration_wizard import MigrationWizard
 from app.views.pending_dialog import PendingBadge, PendingDialog
 from app.views.session_list import SessionList
 from app.views.setup_panel import SetupPanel
@@ -170,6 +171,10 @@ class MainWindow(QMainWindow):
         toggle_journey.setShortcut(QKeySequence("Ctrl+3"))
         toolbar.addAction(toggle_journey)
         toolbar.addWidget(self.badge)
+        self.migrate_action = self._action(
+            "Import from OpenClaw…", "Ctrl+Shift+I", self.open_migration, None
+        )
+        self.menuBar().addMenu("&File").addActions([self.migrate_action])
         self._action("Quit", QKeySequence.StandardKey.Quit, self.close, None)
 
     def _action(
@@ -197,6 +202,13 @@ class MainWindow(QMainWindow):
     @Slot()
     def new_session(self) -> None:
         self.submitRequested.emit("/new")
+
+    @Slot()
+    def open_migration(self) -> None:
+        wizard = MigrationWizard(self.home, self)
+        wizard.migrated.connect(self.worker.refresh)
+        wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        wizard.show()
 
     @Slot()
     def focus_search(self) -> None:

@@ -119,3 +119,14 @@ def test_stop_button_cancels_a_streaming_reply(
     assert [m.role for m in stored] == ["user", "assistant"]
     assert "w299" not in stored[1].content
     window.close()
+
+
+def test_the_openclaw_wizard_opens_from_the_menu(qtbot: QtBot, home: Home) -> None:
+    from app.views.migration_wizard import MigrationWizard
+
+    window = open_window(qtbot, home)
+    window.migrate_action.trigger()
+    wizards = window.findChildren(MigrationWizard)
+    assert len(wizards) == 1 and wizards[0].isVisible()
+    wizards[0].close()
+    window.close()
