@@ -7,13 +7,15 @@ import json
 import sys
 from collections.abc import Sequence
 
-from engine import __version__, chat_cli
+from engine import __version__, chat_cli, cron_cli, journey_cli, profiles_cli
 from engine.config import ConfigError, load_config
 from engine.home import HomeError, resolve_home
 from engine.memory import cli as memory_cli
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService
+from engine.migrate import cli as migrate_cli
 from engine.sessions import cli as sessions_cli
+from engine.skills import cli as skills_cli
 
 
 def _common() -> argparse.ArgumentParser:
@@ -42,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     gui.set_defaults(handler=_gui)
     memory_cli.register(sub, common)
     sessions_cli.register(sub, common)
+    skills_cli.register(sub, common)
     chat_cli.register(sub, common)
+    migrate_cli.register(sub, common)
+    profiles_cli.register(sub, common)
+    cron_cli.register(sub, common)
+    journey_cli.register(sub, common)
     return parser
 
 
