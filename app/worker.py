@@ -37,6 +37,8 @@ from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService, usage_of
 from engine.providers.detect import detect_local_servers
+from engine.skills import SkillError
+from engine.skills.manage import SkillManager
 
 log = logging.getLogger(__name__)
 
@@ -231,18 +233,38 @@ class EngineWorker(QObject):
         service = self._need_memory()
         if service is None:
             return
-        for outcome in service.settle_all(approve):
+        outcomes = service.settle_all(approve)
+        try:
+            outcomes += self._skills().settle_all(approve)
+        except Exception as exc:
+            outcomes.append({"ok": False, "error": "internal", "message": str(exc)})
+        for outcome in outcomes:
             self.memoryEdited.emit(outcome)
         self.changed.emit(self._memory_state(["pending"]))
+
+    def _skills(self) -> SkillManager:
+        # The person at the window is the reviewer: staged skill writes are theirs to settle.
+        return SkillManager(self.home, load_config(self.home), author="user")
 
     def _settle(self, pending_id: str, approve: bool) -> None:
         service = self._need_memory()
         if service is None:
             return
         try:
-            result = service.approve(pending_id) if approve else service.reject(pending_id)
-        except MemoryToolError as exc:
+            skills = self._skills()
+            if any(record.id == pending_id for record in skills.pending()):
+                result = skills.approve(pending_id) if approve else skills.reject(pending_id)
+            else:
+                result = service.approve(pending_id) if approve else service.reject(pending_id)
+        except (MemoryToolError, SkillError) as exc:
             result = exc.to_dict()
+        except Exception as exc:
+            result = {
+                "ok": False,
+                "error": "internal",
+                "pending_id": pending_id,
+                "message": str(exc),
+            }
         self.memoryEdited.emit(result)
         self.changed.emit(self._memory_state(["pending"]))
 
@@ -377,6 +399,10 @@ class EngineWorker(QObject):
                 memory[target.value] = {"target": target.value, "items": [], "error": exc.message}
         changes.memory = memory
         changes.pending = [p.model_dump() for p in service.pending()]
+        try:  # staged skill writes wait in the same dialog
+            changes.pending += [p.model_dump() for p in self._skills().pending()]
+        except Exception as exc:
+            log.warning("staged skill writes could not be read: %s", exc)
         if self.agent is not None:
             diff = self.agent.memory_changes_since_start()
             count = sum(len(d["added"]) + len(d["removed"]) for d in diff.values())

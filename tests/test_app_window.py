@@ -130,3 +130,33 @@ def test_the_openclaw_wizard_opens_from_the_menu(qtbot: QtBot, home: Home) -> No
     assert len(wizards) == 1 and wizards[0].isVisible()
     wizards[0].close()
     window.close()
+
+
+def test_a_staged_skill_write_is_reviewed_in_the_pending_dialog(qtbot: QtBot, home: Home) -> None:
+    from engine.config import load_config, update_config
+    from engine.skills import skill_tools
+
+    update_config(home, {"skills": {"write_approval": True}})
+    window = open_window(qtbot, home)
+    manage = next(t for t in skill_tools(home, load_config(home)) if t.name == "skill_manage")
+    staged = manage.handler(
+        {
+            "action": "create",
+            "name": "release-notes",
+            "description": "Write release notes from merged pull requests",
+            "body": "1. List merged PRs since the last tag.\n2. Group them by area.",
+        }
+    )
+    assert staged["status"] == "staged"
+    # The watcher sees pending/skills and the dialog lists the record.
+    pending_id = staged["pending_id"]
+    qtbot.waitUntil(lambda: window.pending.model.row_of(pending_id) >= 0, timeout=5_000)
+    window.show_pending()
+    window.pending.select(staged["pending_id"])
+    assert "release-notes" in window.pending.heading.text()
+    window.pending.approve_button.click()
+    skill = home.skills_dir / "release-notes" / "SKILL.md"
+    qtbot.waitUntil(skill.exists, timeout=5_000)
+    qtbot.waitUntil(lambda: window.pending.model.rowCount() == 0, timeout=5_000)
+    assert any("Approved" in text for text in window.pending.outcome_texts())
+    window.close()

@@ -39,6 +39,9 @@ def short_time(created_at: str, now: datetime | None = None) -> str:
 
 
 def file_of(record: dict[str, Any]) -> str:
+    if record.get("subsystem") == "skills":
+        request = record.get("payload", {}).get("request") or {}
+        return f"skill {request.get('name', '?')}"
     target = record.get("payload", {}).get("target", "memory")
     try:
         return Target(target).filename

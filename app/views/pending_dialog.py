@@ -49,6 +49,8 @@ def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[st
     user clicks Approve.
     """
     payload = record.get("payload") or {}
+    if record.get("subsystem") == "skills":
+        return _skill_preview(record)
     filename = file_of(record)
     if state is None:
         return filename, [("!", "Current memory has not been loaded yet.")]
@@ -76,6 +78,22 @@ def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[st
             lines.insert(0, ("!", f"Approving it will be refused: {message}"))
     if before == after:
         lines.insert(0, ("!", "No change: the file already looks like this."))
+    return heading, lines
+
+
+def _skill_preview(record: dict[str, Any]) -> tuple[str, list[DiffLine]]:
+    """A staged skill write: what it would write, line by line."""
+    request = (record.get("payload") or {}).get("request") or {}
+    name = request.get("name") or "a skill"
+    heading = f"Skill {name}: {record.get('action', 'change')} — {record.get('summary', '')}"
+    lines: list[DiffLine] = []
+    if request.get("find"):
+        lines += [("-", line) for line in str(request["find"]).splitlines()]
+    for key in ("content", "replace", "body"):
+        if request.get(key):
+            lines += [("+", line) for line in str(request[key]).splitlines()]
+    if not lines:
+        lines.append(("!", "Nothing to show for this change; approve applies it as summarised."))
     return heading, lines
 
 
