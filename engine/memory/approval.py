@@ -33,8 +33,11 @@ class PendingWrite(BaseModel):
 
 
 class PendingQueue:
-    def __init__(self, folder: Path) -> None:
+    """Staged writes of one subsystem (memory, skills), one JSON file each in ``folder``."""
+
+    def __init__(self, folder: Path, subsystem: str = "memory") -> None:
         self.folder = folder
+        self.subsystem = subsystem
 
     def _path(self, pending_id: str) -> Path:
         # Ids are 8 hex digits; anything else could be a path trick.
@@ -59,6 +62,7 @@ class PendingQueue:
                     break
             record = PendingWrite(
                 id=pending_id,
+                subsystem=self.subsystem,
                 action=action,
                 summary=summary,
                 origin=origin,

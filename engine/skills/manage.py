@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -223,7 +222,7 @@ class SkillPendingQueue(PendingQueue):
     SUBSYSTEM = "skills"
 
     def __init__(self, home: Home) -> None:
-        super().__init__(home.pending_dir / self.SUBSYSTEM)
+        super().__init__(home.pending_dir / self.SUBSYSTEM, self.SUBSYSTEM)
 
     def stage(
         self,
@@ -234,28 +233,9 @@ class SkillPendingQueue(PendingQueue):
         session_id: str | None = None,
     ) -> PendingWrite:
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            while True:
-                pending_id = secrets.token_hex(4)
-                path = self._path(pending_id)
-                if not path.exists():
-                    break
-            record = PendingWrite(
-                id=pending_id,
-                subsystem=self.SUBSYSTEM,
-                action=action,
-                summary=summary,
-                origin=origin,
-                created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
-                payload=payload,
-                session_id=session_id,
-            )
-            atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
-        except OSError as exc:
-            raise SkillError(
-                "io", f"cannot stage the write in {self.folder}: {exc.strerror}"
-            ) from exc
-        return record
+            return super().stage(action, summary, payload, origin, session_id)
+        except MemoryToolError as exc:
+            raise SkillError(exc.code, exc.message) from None
 
     def fetch(self, pending_id: str) -> PendingWrite:
         try:
