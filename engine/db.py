@@ -23,7 +23,7 @@ APP_MARKER = "cairn"
 BUSY_TIMEOUT_MS = 5000
 # The newest Alembic revision in engine/migrations/versions; a test keeps the two in step, so
 # an up-to-date database is recognised without importing Alembic (≈0.4 s) on every start.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 
 class Base(DeclarativeBase):
@@ -100,6 +100,15 @@ _engines_lock = threading.Lock()
 _MIGRATION_LOCK_KEY = 0x636169726E  # "cairn": one advisory lock id for migrations
 
 
+def sqlite_engine(path: Path) -> Engine:
+    """An engine on the SQLite file ``path`` set up like Cairn's own: WAL, busy timeout, and
+    ``BEGIN IMMEDIATE`` for connections with the ``sqlite_immediate`` execution option."""
+    engine = create_engine(f"sqlite:///{path}")
+    event.listen(engine, "connect", _on_connect)
+    event.listen(engine, "begin", _on_begin)
+    return engine
+
+
 def open_engine(home: Home, url: str | None = None) -> Engine:
     """The (process-wide, cached) engine for ``home``'s database — or for ``url`` (a shared
     PostgreSQL server) — migrated to the newest schema on first use."""
@@ -109,10 +118,7 @@ def open_engine(home: Home, url: str | None = None) -> Engine:
     path = database_path(home)
 
     def make() -> Engine:
-        engine = create_engine(f"sqlite:///{path}")
-        event.listen(engine, "connect", _on_connect)
-        event.listen(engine, "begin", _on_begin)
-        return engine
+        return sqlite_engine(path)
 
     def migrate(engine: Engine) -> None:
         # Several processes may open a new home at once; one migrates, the rest wait.

@@ -51,9 +51,7 @@ from sqlalchemy import (
     Table,
     Text,
     bindparam,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     select,
@@ -62,6 +60,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 
+from engine.db import sqlite_engine
 from engine.memory import threats
 from engine.plugins.holographic import hrr
 from engine.plugins.holographic.text import (
@@ -117,7 +116,6 @@ ENTITY_WEIGHT = 2.0
 # usually different statements about the same subject, not conflicting ones.
 MAX_VALUE_WORDS = 2
 
-BUSY_TIMEOUT_MS = 5000
 
 metadata = MetaData()
 
@@ -474,23 +472,6 @@ def _chains(
 # -- the store --------------------------------------------------------------------------------
 
 
-def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.isolation_level = None  # SQLAlchemy's begin event starts transactions
-    cursor = dbapi_conn.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode = WAL")
-    cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.close()
-
-
-def _on_begin(conn: Connection) -> None:
-    # Writers take the write lock at BEGIN, where busy_timeout applies, rather than failing
-    # halfway when a read lock cannot be upgraded.
-    immediate = conn.get_execution_options().get("immediate", False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
 class FactStore:
     """The facts in one SQLite file; safe to share between threads."""
 
@@ -498,10 +479,8 @@ class FactStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(f"sqlite:///{path}")
-            event.listen(self.engine, "connect", _on_connect)
-            event.listen(self.engine, "begin", _on_begin)
-            self._writer = self.engine.execution_options(immediate=True)
+            self.engine: Engine = sqlite_engine(path)
+            self._writer = self.engine.execution_options(sqlite_immediate=True)
             self._write_lock = threading.Lock()
             self._create()
         except Exception as exc:
