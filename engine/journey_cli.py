@@ -8,7 +8,6 @@ take them, and refuse one whose entry changed since it was listed. Every command
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -18,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.journey import (
     Chunk,
     Journey,
@@ -60,13 +60,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     delete = command("delete", "remove a chunk from memory")
     delete.add_argument("id")
     delete.add_argument("--expect", metavar="TEXT", help="refuse unless the entry contains TEXT")
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _when(stamp: float | None) -> str:

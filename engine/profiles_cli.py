@@ -12,8 +12,8 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.home import ROOT_PROFILE, resolve_root
 from engine.profiles import CloneMode, ProfileError, ProfileInfo, Profiles
 
@@ -61,13 +61,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 # -- plumbing ------------------------------------------------------------------------------
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

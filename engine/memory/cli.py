@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.memory import threats
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
@@ -85,13 +86,6 @@ def _text_arg(value: str | None, what: str) -> str:
     if value is None and sys.stdin.isatty():
         raise MemoryToolError("invalid", f"give the {what} as an argument or on stdin")
     return _read_stdin(what)
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _write(args: argparse.Namespace, operations: Any) -> int:

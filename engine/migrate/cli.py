@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.migrate.cleanup import CleanupError, CleanupReport, apply_cleanup, plan_cleanup
 from engine.migrate.openclaw import (
     MigrationError,
@@ -80,13 +81,6 @@ class _Refused(Exception):
         self.code = code
         self.message = message
         self.payload = payload or {}
-
-
-def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.config import load_config, update_config
 from engine.home import Home
 from engine.plugins.manager import ProviderLoadError, available_providers, load_provider
@@ -31,13 +32,6 @@ def register(cmds: argparse._SubParsersAction, common: argparse.ArgumentParser) 
     cmds.add_parser(
         "off", parents=[common], help="stop using the external memory provider"
     ).set_defaults(handler=cmd_off)
-
-
-def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _failed(args: argparse.Namespace, message: str) -> int:

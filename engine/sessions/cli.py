@@ -23,6 +23,7 @@ from typing import IO, Any
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from engine.cli_output import emit as _emit
 from engine.db import DatabaseError
 from engine.sessions import maintenance
 from engine.sessions.search import SearchError, SessionSearch
@@ -113,13 +114,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 # -- plumbing ------------------------------------------------------------------------------------
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _fail(args: argparse.Namespace, code: str, message: str) -> None:

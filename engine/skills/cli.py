@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.cli_output import emit as _emit
 from engine.config import load_config
 from engine.home import Home
 from engine.skills.guard import TRUST_LEVELS, TrustBook, judge, scan_skill_text
@@ -79,13 +80,6 @@ def _guarded(handler: Handler) -> Handler:
 def _home(args: argparse.Namespace) -> Home:
     home: Home = args.home_path
     return home
-
-
-def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    if args.json:
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-    else:
-        print(text)
 
 
 def _manager(args: argparse.Namespace) -> SkillManager:
