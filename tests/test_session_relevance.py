@@ -507,46 +507,26 @@ FIRST: list[tuple[str, dict[str, Any], str]] = [
     ("redis eviction policy", {}, "redis-together"),  # all words in one message beat scattered
     ("数据库迁移", {}, "cjk-db"),
     ("迁移", {}, "cjk-db"),  # two CJK characters: shorter than a trigram
+    ("迁", {}, "cjk-db"),  # one
+    ("場所", {}, "cjk-jp"),
+    ("数据库 迁移", {}, "cjk-db"),  # a trigram term and a two-character one, both required
     ("設定ファイル", {}, "cjk-jp"),
     ("cafe", {}, "cafe"),  # diacritics folded
     ("resume", {}, "cafe"),
+    ("CAFÉ", {}, "cafe"),  # in the query too
+    # A rare word among common ones it lacks: no message holds all three, and the one with
+    # the rare word beats the many newer ones with "error".
+    ("printer error zeroconf", {}, "zeroconf"),
     ("quarterly report", {"order": "newest"}, "report-q3"),
     ("quarterly report", {"order": "oldest"}, "report-q1"),
     ("invoice", {"source": "telegram"}, "invoice-totals"),
 ]
 
 
-# Where a backend falls short of these expectations today. Strict: once it meets one, the test
-# fails until the entry is removed here.
-TWO_CJK = (
-    "CJK text is found only by substring, and Query.substrings() leaves out terms under three "
-    "characters (the trigram index cannot look them up)"
-)
-SQLITE_GAPS = {"迁移": TWO_CJK}
-POSTGRES_GAPS = {
-    "迁移": TWO_CJK,
-    "cafe": "the 'simple' text search configuration does not fold diacritics",
-    "resume": "the 'simple' text search configuration does not fold diacritics",
-    "printer error zeroconf": "ts_rank_cd has no inverse document frequency: a message with the "
-    "common word ranks as high as one with the rare word",
-}
-
-
-def _known_gap(request: pytest.FixtureRequest, search: SessionSearch, query: str) -> None:
-    gaps = POSTGRES_GAPS if search.store.engine.dialect.name == "postgresql" else SQLITE_GAPS
-    if query in gaps:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=gaps[query]))
-
-
 @pytest.mark.parametrize(("query", "options", "expected"), FIRST, ids=[q for q, _, _ in FIRST])
 def test_expected_session_comes_first(
-    request: pytest.FixtureRequest,
-    search: SessionSearch,
-    query: str,
-    options: dict[str, Any],
-    expected: str,
+    search: SessionSearch, query: str, options: dict[str, Any], expected: str
 ) -> None:
-    _known_gap(request, search, query)
     found = ids(search, query, **options)
     assert found and found[0] == expected, found
 
@@ -554,7 +534,6 @@ def test_expected_session_comes_first(
 # (query, options, expected somewhere in the top three)
 TOP3: list[tuple[str, dict[str, Any], str]] = [
     ("kestrel falcon osprey", {}, "birds"),  # every word, each in a different message
-    ("printer error zeroconf", {}, "zeroconf"),  # a rare word among common ones it lacks
     ("kube*", {}, "k8s-ingress"),
     ("nginx -certbot", {}, "nginx-timeout"),
     ("invoice", {"role": "assistant"}, "invoice-assistant"),
@@ -563,13 +542,8 @@ TOP3: list[tuple[str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("query", "options", "expected"), TOP3, ids=[q for q, _, _ in TOP3])
 def test_expected_session_in_top_three(
-    request: pytest.FixtureRequest,
-    search: SessionSearch,
-    query: str,
-    options: dict[str, Any],
-    expected: str,
+    search: SessionSearch, query: str, options: dict[str, Any], expected: str
 ) -> None:
-    _known_gap(request, search, query)
     assert expected in ids(search, query, **options)
 
 

@@ -42,7 +42,7 @@ def _snapshot(path: Path) -> tuple[bytes, int, set[str]]:
 def test_healthy_database_checks_ok(home: Home) -> None:
     report = maintenance.check(_filled(home, 3))
     assert report.ok and report.integrity == ["ok"] and report.counters_wrong == 0
-    assert report.fts == {"messages_fts": "ok", "messages_trigram": "ok"}
+    assert report.fts == {"messages_fts": "ok", "messages_trigram": "ok", "messages_cjk": "ok"}
     assert "the index" not in maintenance.describe_check(report)
 
 
@@ -64,7 +64,7 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
     assert "cairn sessions reindex" in maintenance.describe_check(report)
     steps: list[tuple[int, int]] = []
     done = maintenance.reindex(store, progress=lambda *a: steps.append(a))
-    assert steps == [(1, 3), (2, 3), (3, 3)] and done.messages == 6
+    assert steps == [(1, 4), (2, 4), (3, 4), (4, 4)] and done.messages == 6
     assert maintenance.check(store).ok
     assert _found(store, "question 1 about")[0] == "s001"
 

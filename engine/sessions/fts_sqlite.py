@@ -7,6 +7,10 @@ stops after the budget), and over a smaller budget when filters make every candi
 join. Rare terms therefore rank over the whole history; common ones over recent history, where
 "the docker thing" most likely means the recent one. When the matches are few, they are all
 returned without a second pass through the index.
+
+Substrings go to the trigram index (three characters or more) and, for CJK words of one or two
+characters, to the gram index ``messages_cjk`` (migration 0003); a query with both needs a
+message in the matches of each.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from engine.sessions.query import Query
 RANK_BUDGET = 1000
 FILTERED_RANK_BUDGET = 250
 FEW = 24  # this many matches or fewer are all precise enough to return without ranking
-WORD_TABLE, TRIGRAM_TABLE = "messages_fts", "messages_trigram"
+WORD_TABLE, TRIGRAM_TABLE, GRAM_TABLE = "messages_fts", "messages_trigram", "messages_cjk"
 _JOIN = "JOIN messages AS m ON m.id = f.rowid JOIN sessions AS s ON s.id = m.session_id"
 
 
@@ -35,10 +39,19 @@ class SqliteFullText:
         self.conn = conn
 
     @staticmethod
-    def _match(query: Query, form: Form) -> tuple[str | None, str]:
+    def _gram_match(query: Query) -> str | None:
+        # A gram index token is one CJK character and the next; a one-character term is the
+        # prefix of the grams it starts (served by the index's one-character prefix index).
+        grams = ['"' + g + '"' + ("*" if len(g) == 1 else "") for g in query.grams()]
+        return " AND ".join(grams) if grams else None
+
+    @classmethod
+    def _match(cls, query: Query, form: Form) -> tuple[str | None, str]:
         if form == "substring":
             parts = query.substrings()
-            return (" AND ".join(parts) if parts else None), TRIGRAM_TABLE
+            if not parts:
+                return cls._gram_match(query), GRAM_TABLE
+            return " AND ".join(parts), TRIGRAM_TABLE
         if query.cjk:
             return None, WORD_TABLE  # CJK runs are single tokens: only substrings find them
         if form == "phrase":
@@ -47,15 +60,33 @@ class SqliteFullText:
             return query.all_of(), WORD_TABLE
         return (query.any_of() if len(query.terms) > 1 else None), WORD_TABLE
 
-    def _newest(self, match: str, table: str, filters: Filters) -> tuple[int, int, int, list[int]]:
+    def _also(self, query: Query, form: Form, table: str) -> tuple[str, dict[str, object]]:
+        """The short CJK terms of a substring query that also has trigram terms: the rows must
+        be in the gram index's matches too."""
+        if form != "substring" or table != TRIGRAM_TABLE:
+            return "", {}
+        grams = self._gram_match(query)
+        if grams is None:
+            return "", {}
+        # The unary + keeps SQLite from handing the IN list to FTS5 as rowid lookups, which
+        # runs the trigram query once per gram match and loses the index's id order.
+        condition = (
+            f" AND +f.rowid IN (SELECT rowid FROM {GRAM_TABLE} WHERE {GRAM_TABLE} MATCH :grams)"
+        )
+        return condition, {"grams": grams}
+
+    def _newest(
+        self, match: str, table: str, filters: Filters, also: str, also_params: dict[str, object]
+    ) -> tuple[int, int, int, list[int]]:
         """Lowest id, highest id and number of the newest budgeted matches, and their ids
         when there are few."""
         where, params = filters.sql()
         params.update(match=match, budget=FILTERED_RANK_BUDGET if where else RANK_BUDGET)
+        params.update(also_params)
         joined = _JOIN if where else ""
         inner = (
             f"SELECT f.rowid AS id FROM {table} AS f {joined} "
-            f"WHERE {table} MATCH :match{where} ORDER BY f.rowid DESC LIMIT :budget"
+            f"WHERE {table} MATCH :match{also}{where} ORDER BY f.rowid DESC LIMIT :budget"
         )
         row = self.conn.execute(
             text(
@@ -73,17 +104,18 @@ class SqliteFullText:
         match, table = self._match(query, form)
         if match is None:
             return None
+        also, also_params = self._also(query, form, table)
         where, params = filters.sql()
-        params.update(match=match, limit=limit)
+        params.update(match=match, limit=limit, **also_params)
         if order != "relevance":
             direction = "DESC" if order == "newest" else "ASC"
             sql = (
                 f"SELECT f.rowid AS id, m.session_id, s.root_session_id, 0.0 AS score "
-                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{where} "
+                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{also}{where} "
                 f"ORDER BY f.rowid {direction} LIMIT :limit"
             )
             return _hit_rows(self.conn.execute(text(sql), params))
-        low, high, count, few = self._newest(match, table, filters)
+        low, high, count, few = self._newest(match, table, filters, also, also_params)
         if count == 0:
             return []
         if few and form != "any":
@@ -97,7 +129,7 @@ class SqliteFullText:
             )
             return _hit_rows(self.conn.execute(text(sql), {"limit": limit}))
         params.update(low=low, high=high)
-        window = " AND f.rowid BETWEEN :low AND :high"
+        window = f" AND f.rowid BETWEEN :low AND :high{also}"
         if where:
             sql = (
                 f"SELECT f.rowid AS id, m.session_id, s.root_session_id, bm25({table}) AS score "

@@ -28,7 +28,7 @@ from engine.db import BUSY_TIMEOUT_MS, SCHEMA_HEAD, DatabaseError, database_path
 from engine.home import Home
 from engine.sessions.store import SessionStore
 
-FTS_TABLES = ("messages_fts", "messages_trigram")
+FTS_TABLES = ("messages_fts", "messages_trigram", "messages_cjk")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NOT_CHECKED = "not checked (read-only database)"
 

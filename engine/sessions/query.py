@@ -19,6 +19,14 @@ _WORD = re.compile(r"[^\W_]+")
 _CHUNK = re.compile(r'"([^"]*)"|(\S+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _OPERATORS = {"AND", "OR", "NOT", "NEAR"}
+# The characters the gram indexes split into one- and two-character grams (migration 0003 holds
+# the same class for SQLite's GLOB and PostgreSQL's regular expressions; a test keeps them
+# equal).
+CJK_GRAM_CLASS = (
+    "[\u3005\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3105-\u312f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff]"
+)
+_GRAM_TERM = re.compile(CJK_GRAM_CLASS + "{1,2}")
 
 
 def _is_cjk(ch: str) -> bool:
@@ -74,6 +82,20 @@ class Query:
             if len(text) >= 3:
                 out.append('"' + text + '"')
         return out
+
+    def grams(self) -> list[str]:
+        """CJK terms of one or two characters, too short for trigrams: looked up in the gram
+        index instead."""
+        out = []
+        for term in self.terms:
+            text = term.raw.replace('"', "")
+            if _GRAM_TERM.fullmatch(text) and text not in out:
+                out.append(text)
+        return out
+
+    def literals(self) -> list[str]:
+        """What the substring form looks for, as plain text: trigram terms, then grams."""
+        return [part.strip('"') for part in self.substrings()] + self.grams()
 
 
 def parse_query(text: str) -> Query:

@@ -27,8 +27,8 @@ def _fold(word: str) -> str:
 
 def _around_substring(content: str, query: Query) -> str | None:
     low = content.lower()
-    for part in query.substrings():
-        needle = part.strip('"').lower()
+    for part in query.literals():
+        needle = part.lower()
         at = low.find(needle)
         if at < 0:
             continue
@@ -48,8 +48,9 @@ def snippet(content: str, query: Query, form: Form) -> str:
     tokens = list(_TOKEN.finditer(content))
     if not tokens:
         return content[: CONTEXT_CHARS * 2]
-    words = {w for t in query.terms for w in t.words}
-    prefixes = tuple(t.words[0] for t in query.terms if t.prefix)
+    # Folded on both sides: "CAFÉ" finds "café" on either backend, so it is marked too.
+    words = {_fold(w) for t in query.terms for w in t.words}
+    prefixes = tuple(_fold(t.words[0]) for t in query.terms if t.prefix)
     marked = {
         i
         for i, m in enumerate(tokens)
