@@ -3,6 +3,9 @@
 * :func:`write_history` drives a real home through the memory service (sessions, adds,
   refinements, consolidation, approvals, rejections, hand edits), then spreads the recorded
   times over a few weeks so a picture of it looks like weeks of use, not one second.
+* :func:`write_layers` adds skills (through the skill manager: created, patched, a file
+  written, one deleted) and provider facts (through the fact store: added, updated, removed)
+  to such a home, with times inside its sessions.
 * :func:`synthetic_events` makes a long event stream of a bounded memory in memory only, for
   timeline benchmarks at 10,000 events.
 * :func:`big_journey` makes a journey of any number of chunks directly, for graph benchmarks.
@@ -11,19 +14,33 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import time
+from collections.abc import Iterator
 
+from sqlalchemy import select
 from sqlalchemy import text as sql
 
 from engine.config import Config, MemoryConfig
 from engine.home import Home
-from engine.journey import Chunk, ChunkVersion, Journey, SessionNode, term_edges
+from engine.journey import (
+    Chunk,
+    ChunkVersion,
+    DiskSkill,
+    FactRow,
+    HomeLayers,
+    Item,
+    Journey,
+    SessionNode,
+    term_edges,
+)
 from engine.memory.entries import Target, render
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import MemoryEvent
 from engine.memory.service import MemoryService
-from engine.sessions.store import SessionStore
+from engine.sessions.store import SessionStore, sessions_t
+from engine.skills.manage import SkillChange
 
 MEMORY_FACTS = [
     "Deploys go through the GitHub Actions pipeline; never push to main directly",
@@ -240,6 +257,157 @@ def write_history(home: Home, *, seed: int = 7, days: float = 42.0) -> MemorySer
     return service
 
 
+SKILLS = [
+    (
+        "deploy-staging",
+        "Deploy a branch to staging and check that it came up",
+        "1. Merge the PR into the staging branch.\n2. Watch the deploy job in GitHub Actions.\n"
+        "3. Check the health page and the Grafana 'Cairn' dashboard.",
+    ),
+    (
+        "restore-backup",
+        "Restore db3.internal from the nightly restic backup",
+        "1. Find the snapshot with restic snapshots.\n2. Restore it into a scratch database.\n"
+        "3. Compare row counts before switching over.",
+    ),
+    (
+        "review-envoy-config",
+        "Review a change to the Envoy gateway config",
+        "Check timeouts, retries (at most 2 for POST) and the route order in infra/envoy/.",
+    ),
+    (
+        "debug-cache-misses",
+        "Find why Redis cache hit rates dropped",
+        "Compare key expiry with the traffic pattern; look at the Grafana cache panel first.",
+    ),
+    (
+        "release-checklist",
+        "Cut a release: tag, changelog, announcement",
+        "1. Check that every PR title is imperative.\n2. Tag vX.Y.Z.\n3. Post the changelog.",
+    ),
+    (
+        "sign-flutter-release",
+        "Sign the Flutter release builds in CI",
+        "The signing keys come from the CI secrets; never copy them to a laptop.",
+    ),
+    (
+        "tune-search-index",
+        "Tune Meilisearch ranking rules and reindex",
+        "Change the ranking rules in search/settings.json, then run make reindex.",
+    ),
+]
+SKILL_PATCHES = {
+    "deploy-staging": ("Watch the deploy job", "Watch the deploy job (deploy.yml)"),
+    "restore-backup": ("scratch database", "scratch database on db4.internal"),
+    "release-checklist": ("Post the changelog.", "Post the changelog in #releases."),
+}
+FACTS = [
+    ("Ada owns the staging database on db3.internal", ["Ada", "db3.internal"]),
+    ("db3.internal runs PostgreSQL 16.3 with a read replica on db4.internal", ["db3.internal"]),
+    ("Restic backups of db3.internal go to the bucket cairn-backups", ["restic", "db3.internal"]),
+    ("Envoy retries POST requests at most twice", ["Envoy"]),
+    ("The Envoy route for /api has a 30 s timeout", ["Envoy"]),
+    ("Grafana alert api-p99 pages the platform rotation", ["Grafana", "platform"]),
+    ("The platform team is Ada, Lin and Tomás", ["platform", "Ada", "Lin", "Tomás"]),
+    ("Kestrel is the codename of the image service", ["Kestrel"]),
+    ("Kestrel is written in Rust and needs libvips", ["Kestrel", "Rust"]),
+    ("Lin maintains Kestrel's build in CI", ["Lin", "Kestrel"]),
+    ("Meilisearch reindexing takes about four minutes", ["Meilisearch"]),
+    ("Loki keeps logs for 30 days", ["Loki"]),
+    ("The Unleash flag deploy-v2 gates the new pipeline", ["Unleash", "deploy-v2"]),
+    ("Tomás handles the Flutter release signing", ["Tomás", "Flutter"]),
+    ("The Flutter app's bundle id is dev.cairn.mobile", ["Flutter"]),
+    ("Redis keys for sessions are prefixed sess:", ["Redis"]),
+    ("Redis memory limit is 8 GB on the cache nodes", ["Redis"]),
+    ("Sentry project for the API is cairn-api", ["Sentry"]),
+    ("The EKS cluster has three node groups", ["EKS"]),
+    ("gpu-a10 nodes run the ML service", ["gpu-a10"]),
+    ("Terraform state lives in the bucket cairn-tfstate", ["Terraform"]),
+    ("The VPN profile for staging is cairn-staging", ["VPN"]),
+    ("Ada prefers release notes as bullet lists", ["Ada"]),
+    ("Lin is on call in even weeks", ["Lin", "platform"]),
+    ("The docs site publishes from the docs/ folder on every tag", ["docs"]),
+    ("PagerDuty team 'platform' owns the api-p99 alert", ["PagerDuty", "platform"]),
+]
+FACT_UPDATES = {
+    "Loki keeps logs for 30 days": "Loki keeps logs for 14 days since the storage change",
+    "Redis memory limit is 8 GB on the cache nodes": "Redis memory limit is 12 GB",
+    "The EKS cluster has three node groups": "The EKS cluster has four node groups (one GPU)",
+}
+FACT_REMOVALS = ["The VPN profile for staging is cairn-staging"]
+
+
+def write_layers(home: Home, *, seed: int = 11) -> None:
+    """Skills and provider facts in ``home`` (made by :func:`write_history` first), written
+    through the skill manager and the fact store, then moved to times inside its sessions."""
+    from engine.plugins.holographic.store import FactStore, NewFact
+    from engine.skills.manage import HISTORY_FILE, SkillManager
+
+    rng = random.Random(seed)
+    store = SessionStore.open(home)
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(sessions_t.c.id, sessions_t.c.started_at).order_by(sessions_t.c.started_at)
+        ).all()
+    sessions = [(row.id, float(row.started_at)) for row in rows]
+    # Skills: made in the first two thirds of the sessions, patched and extended later.
+    stamps: list[float] = []
+    plan: list[tuple[int, dict[str, str]]] = []
+    for n, (name, description, body) in enumerate(SKILLS):
+        made = n * len(sessions) * 2 // (3 * len(SKILLS))
+        plan.append(
+            (made, {"action": "create", "name": name, "description": description, "body": body})
+        )
+        if name in SKILL_PATCHES:
+            find, replace = SKILL_PATCHES[name]
+            later = min(len(sessions) - 1, made + rng.randrange(2, 6))
+            plan.append(
+                (later, {"action": "patch", "name": name, "find": find, "replace": replace})
+            )
+    plan.append(
+        (
+            len(sessions) - 3,
+            {
+                "action": "write_file",
+                "name": "restore-backup",
+                "file": "references/checks.md",
+                "content": "Row counts to compare: users, sessions, events.\n",
+            },
+        )
+    )
+    plan.append((len(sessions) - 2, {"action": "delete", "name": "sign-flutter-release"}))
+    plan.sort(key=lambda step: step[0])
+    for index, request in plan:
+        sid, started = sessions[index]
+        SkillManager(home, author="agent", session_id=sid).run(request)
+        stamps.append(started + rng.uniform(300, 3_000))
+    log = home.skills_dir / HISTORY_FILE
+    records = [json.loads(line) for line in log.read_text("utf-8").splitlines()]
+    for record, stamp in zip(records, sorted(stamps), strict=True):
+        record["at"] = stamp
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    # Facts: added through the weeks, a few updated or removed later.
+    facts = FactStore(home.memory_store_db)
+    times: dict[int, tuple[float, float]] = {}
+    for n, (content, entities) in enumerate(FACTS):
+        _sid, started = sessions[min(len(sessions) - 1, n * len(sessions) // len(FACTS))]
+        fact, _new = facts.add(NewFact(content=content, entities=entities))
+        created = started + rng.uniform(600, 4_000)
+        times[fact.id] = (created, created)
+        if content in FACT_UPDATES:
+            facts.update(fact.id, content=FACT_UPDATES[content])
+            times[fact.id] = (created, created + rng.uniform(3, 9) * 86_400)
+        if content in FACT_REMOVALS:
+            facts.remove(fact.id)
+    with facts.engine.begin() as conn:
+        for fact_id, (created, updated) in times.items():
+            conn.execute(
+                sql("UPDATE facts SET created_at = :c, updated_at = :u WHERE id = :id"),
+                {"c": created, "u": min(updated, time.time() - 60), "id": fact_id},
+            )
+    facts.close()
+
+
 def spread_times(home: Home, service: MemoryService, days: float, rng: random.Random) -> None:
     """Move the recorded times back over ``days`` days in bursts (sessions), keeping order."""
     assert service.history is not None
@@ -257,6 +425,13 @@ def spread_times(home: Home, service: MemoryService, days: float, rng: random.Ra
         stamps[event.id] = moment
         if event.session_id:
             first_seen.setdefault(event.session_id, moment - rng.uniform(60, 900))
+    # The pauses add up to more than ``days`` when sessions alternate often: squeeze the
+    # times into the span, ending a day ago, so nothing is recorded in the future.
+    span = days * 86_400 - 86_400
+    if moment - start > span:
+        factor = span / (moment - start)
+        stamps = {k: start + (v - start) * factor for k, v in stamps.items()}
+        first_seen = {k: start + (v - start) * factor for k, v in first_seen.items()}
     engine = service.history._engine
     with engine.begin() as conn:
         for event_id, stamp in stamps.items():
@@ -341,8 +516,11 @@ def synthetic_events(count: int, *, seed: int = 3, capacity: int = 30) -> list[M
     return events
 
 
-def big_journey(nodes: int, *, seed: int = 5, alive_share: float = 1.0) -> Journey:
-    """A journey with about ``nodes`` nodes (chunks plus one session per 20 chunks)."""
+def big_journey(
+    nodes: int, *, seed: int = 5, alive_share: float = 1.0, layers: bool = False
+) -> Journey:
+    """A journey with about ``nodes`` nodes (chunks plus one session per 20 chunks). With
+    ``layers``, a quarter of the chunks are provider facts instead and one in fifty a skill."""
     rng = random.Random(seed)
     chunk_count = max(1, round(nodes * 20 / 21))
     session_count = max(1, nodes - chunk_count)
@@ -350,37 +528,108 @@ def big_journey(nodes: int, *, seed: int = 5, alive_share: float = 1.0) -> Journ
         SessionNode(id=f"s{n:06d}", title=rng.choice(SESSION_TITLES), started_at=1.7e9 + n * 900)
         for n in range(session_count)
     ]
-    chunks = []
+    chunks: list[Chunk] = []
+    items: list[Item] = []
     for n in range(chunk_count):
         session = sessions[min(n * session_count // chunk_count, session_count - 1)]
         learned = (session.started_at or 0) + rng.uniform(10, 800)
         alive = rng.random() < alive_share
         target = Target.USER if rng.random() < 0.25 else Target.MEMORY
         text = _text(rng, n)
-        chunks.append(
-            Chunk(
-                key=f"c{n}",
-                target=target,
-                versions=[
-                    ChunkVersion(position=0, event_id=None, at=learned, action="add", text=text)
-                ],
-                # No events: everything is "now" (position 0); removed chunks are never shown
-                # in full, only faded with the history.
-                born=0,
-                died=None if alive else 0,
-                learned_at=learned,
-                changed_at=learned,
-                session_id=session.id,
-                session_ids=[session.id],
+        version = ChunkVersion(position=0, event_id=None, at=learned, action="add", text=text)
+        # No events: everything is "now" (position 0); removed chunks are never shown in
+        # full, only faded with the history.
+        common = {
+            "versions": [version],
+            "born": 0,
+            "died": None if alive else 0,
+            "learned_at": learned,
+            "changed_at": learned,
+        }
+        roll = rng.random() if layers else 1.0
+        if roll < 0.02:
+            name = f"skill-{n}"
+            items.append(
+                Item(
+                    key=f"k{n}",
+                    layer="skill",
+                    subject=name,
+                    title=text,
+                    session_id=session.id,
+                    session_ids=[session.id],
+                    node_id=f"skill:{name}" if alive else None,
+                    **common,
+                )
             )
-        )
+        elif roll < 0.27:
+            items.append(
+                Item(
+                    key=f"f{n}",
+                    layer="fact",
+                    subject=str(n),
+                    entities=[rng.choice(["Ada", "Kestrel", "db3.internal", "Envoy", "Redis"])],
+                    node_id=f"fact:{n}" if alive else None,
+                    **common,
+                )
+            )
+        else:
+            chunks.append(
+                Chunk(
+                    key=f"c{n}",
+                    target=target,
+                    session_id=session.id,
+                    session_ids=[session.id],
+                    **common,
+                )
+            )
+    nodes_ = [*chunks, *items]
     edges = [
-        {"source": c.key, "target": c.session_id, "kind": "session"} for c in chunks if c.session_id
+        {"source": c.key, "target": c.session_id, "kind": "session"} for c in nodes_ if c.session_id
     ]
     journey = Journey(
         chunks=chunks,
+        items=items,
         sessions=sessions,
-        edges=[*edges, *[e.model_dump() for e in term_edges(chunks)]],
+        edges=[*edges, *[e.model_dump() for e in term_edges(nodes_)]],
         events=[],
     )
     return journey
+
+
+class StaticFacts(HomeLayers):
+    """Provider facts without a home, for benchmarks: every load sees the same facts."""
+
+    def __init__(self, facts: dict[int, FactRow]) -> None:
+        super().__init__(None)
+        self.facts = facts
+
+    @contextlib.contextmanager
+    def skills_lock(self) -> Iterator[None]:
+        yield
+
+    def skill_records(self, offset: int, inode: int | None) -> tuple[list[SkillChange], int, int]:
+        return [], 0, 0
+
+    def skills_now(self) -> dict[str, DiskSkill]:
+        return {}
+
+    def facts_now(self) -> dict[int, FactRow]:
+        return self.facts
+
+
+def synthetic_facts(events: list[MemoryEvent], count: int, *, seed: int = 9) -> StaticFacts:
+    """``count`` facts added at random moments of ``events``' span, one in ten updated."""
+    rng = random.Random(seed)
+    start, end = events[0].at, events[-1].at
+    facts = {}
+    for n in range(1, count + 1):
+        created = rng.uniform(start, end)
+        updated = rng.uniform(created, end) if rng.random() < 0.1 else created
+        facts[n] = FactRow(
+            id=n,
+            content=f"{_text(rng, n)} (fact)",
+            entities=[rng.choice(["Ada", "Kestrel", "db3.internal", "Envoy", "Redis"])],
+            created_at=created,
+            updated_at=updated,
+        )
+    return StaticFacts(facts)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from app.main_window import MainWindow
 from engine.config import update_config
 from engine.home import Home
-from tests.journey_data import write_history
+from tests.journey_data import write_history, write_layers
 
 
 def wait_for(app: QApplication, done: object, timeout_ms: int = 20_000) -> None:
@@ -47,6 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp) / "home")
         write_history(home)
+        write_layers(home)
         # A model endpoint that is never called: the window then shows the chat, not setup.
         update_config(
             home,
@@ -99,6 +100,18 @@ def main() -> None:
             view.selection.select(touched)
         app.processEvents()
         save(view, out / "journey-past.png")
+
+        # A skill's patch: the paragraph it changed, the skill selected, and its text.
+        patch = next(e for e in reversed(journey.events) if e.action == "patch")
+        view.timeline.show_position(patch.position)
+        view.selection.select(patch.chunks[0])
+        app.processEvents()
+        save(view, out / "journey-skill.png")
+        view.view_item(patch.chunks[0])
+        assert view.viewer is not None
+        app.processEvents()
+        save(view.viewer, out / "journey-skill-view.png")
+        view.viewer.close()
 
         # The dark scheme, for the README's second look.
         palette = app.palette()

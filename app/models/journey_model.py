@@ -5,8 +5,10 @@ The layout is plain data (numpy arrays) computed off the GUI thread by the engin
 networkx graph of the journey, laid out radially in O(n) after one sort. Radius is *time*
 (when a chunk was learned, when a session started), mapped through its rank so that a burst
 of learning does not pile up on one ring and a quiet month does not leave an empty band;
-angle is *category*: MEMORY.md and USER.md each own a sector sized by their chunk count,
-and inside it each session's chunks sit side by side. A chunk's place never depends on the
+angle is *category*: MEMORY.md, USER.md, skills and provider facts each own a sector sized by
+how many nodes it holds (with a floor, so a few skills are not squeezed out by thousands of
+facts), and inside it each session's nodes sit side by side (facts, which have no session,
+side by side with the others about the same entity). A node's place never depends on the
 moment shown, so playback only changes which nodes are visible, never where they are.
 """
 
@@ -38,10 +40,16 @@ from engine.memory.entries import Target
 
 Index = QModelIndex | QPersistentModelIndex
 
-MEMORY_NODE, USER_NODE, SESSION_NODE = 0, 1, 2
+MEMORY_NODE, USER_NODE, SESSION_NODE, SKILL_NODE, FACT_NODE = 0, 1, 2, 3, 4
 KIND_OF_TARGET = {Target.MEMORY: MEMORY_NODE, Target.USER: USER_NODE}
+KIND_OF_LAYER = {"skill": SKILL_NODE, "fact": FACT_NODE}
+# The sectors, clockwise from the top, and their names on the rim.
+SECTORS = {MEMORY_NODE: "MEMORY", USER_NODE: "USER", SKILL_NODE: "SKILLS", FACT_NODE: "FACTS"}
 INNER_RADIUS = 0.14  # the empty middle: the start of the history
-TARGET_GAP = 0.05  # share of the circle left empty between the two sectors
+TARGET_GAP = 0.05  # share of the circle left empty between two sectors
+# No sector narrower than this share of the circle's nodes: ten skills next to 5,000 facts
+# would otherwise get a sliver too thin to click.
+MIN_SECTOR_SHARE = 0.08
 GROUP_GAP = 0.35  # in leaf slots, between two sessions' chunks
 # A chunk no longer in memory takes this share of a slot: its place stays fixed for playback,
 # but memory as it is now is not spread thin by everything it once held.
@@ -58,6 +66,16 @@ ACTION_COLORS = {
     "staged": QColor("#b26a00"),
     "external_edit": QColor("#a0522d"),
     "undo": QColor("#5f6b7a"),
+    # skills and facts
+    "create": QColor("#1b7f3b"),
+    "found": QColor("#1b7f3b"),
+    "patch": QColor("#2f6fd0"),
+    "edit": QColor("#2f6fd0"),
+    "update": QColor("#2f6fd0"),
+    "write_file": QColor("#2f6fd0"),
+    "remove_file": QColor("#b3261e"),
+    "delete": QColor("#b3261e"),
+    "vanished": QColor("#b3261e"),
 }
 ACTION_LABELS = {
     "add": "added",
@@ -69,6 +87,15 @@ ACTION_LABELS = {
     "staged": "staged",
     "external_edit": "external edit",
     "undo": "undo",
+    "create": "created",
+    "found": "found",
+    "patch": "patched",
+    "edit": "rewritten",
+    "update": "updated",
+    "write_file": "file written",
+    "remove_file": "file removed",
+    "delete": "deleted",
+    "vanished": "gone",
 }
 
 
@@ -109,8 +136,25 @@ def build_graph(journey: Journey) -> nx.Graph:
             born=chunk.born,
             died=chunk.died,
             group=chunk.session_id,
+            cluster=chunk.session_id,
             label=first_line(chunk.text),
             text=chunk.text,
+        )
+    for item in journey.items:
+        graph.add_node(
+            item.key,
+            kind=KIND_OF_LAYER[item.layer],
+            time=item.learned_at,
+            order=int(item.key[1:]),
+            born=item.born,
+            died=item.died,
+            group=item.session_id,
+            # Facts have no session; those about the same thing sit together instead.
+            cluster=item.session_id
+            if item.layer == "skill"
+            else "entity:" + (item.entities[0].casefold() if item.entities else ""),
+            label=item.name,
+            text=f"{item.subject} {item.title} {item.text}",
         )
     first: dict[str, int] = {}
     for event in journey.events:
@@ -126,6 +170,8 @@ def build_graph(journey: Journey) -> nx.Graph:
             text=session.title or session.id,
         )
     for edge in journey.edges:
+        if edge.source not in graph or (edge.kind != "session" and edge.target not in graph):
+            continue
         if edge.kind == "session":
             other = "s:" + edge.target
             # The session that taught the chunk is its parent in the radial tree; sessions
@@ -142,7 +188,7 @@ class GraphLayout:
     """Positions and per-node facts as arrays, index-aligned with ``keys``."""
 
     keys: list[str]
-    kind: np.ndarray  # int8: MEMORY_NODE, USER_NODE, SESSION_NODE
+    kind: np.ndarray  # int8: MEMORY_NODE, USER_NODE, SESSION_NODE, SKILL_NODE, FACT_NODE
     x: np.ndarray  # float64, scene coordinates in the unit disc
     y: np.ndarray
     born: np.ndarray  # int32 timeline positions: visible while born <= p < died
@@ -195,14 +241,12 @@ def radial_layout(graph: nx.Graph, positions: int) -> GraphLayout:
             return INNER_RADIUS
         return INNER_RADIUS + (1 - INNER_RADIUS) * (0.04 + 0.96 * rank[stamp] / steps)
 
-    # Angle: sectors per target, in each sector a run of slots per learning session.
-    by_target: dict[int, dict[str | None, list[str]]] = {
-        MEMORY_NODE: defaultdict(list),
-        USER_NODE: defaultdict(list),
-    }
+    # Angle: a sector per category, in each sector a run of slots per learning session (per
+    # entity, for facts).
+    by_target: dict[int, dict[str | None, list[str]]] = {k: defaultdict(list) for k in SECTORS}
     for key in sorted(chunks, key=lambda k: nodes[k]["order"]):
-        by_target[nodes[key]["kind"]][nodes[key]["group"]].append(key)
-    used = [k for k in (MEMORY_NODE, USER_NODE) if by_target[k]]
+        by_target[nodes[key]["kind"]][nodes[key]["cluster"]].append(key)
+    used = [k for k in SECTORS if by_target[k]]
 
     def width(key: str) -> float:
         return 1.0 if nodes[key]["died"] is None else REMOVED_SLOT
@@ -213,26 +257,33 @@ def radial_layout(graph: nx.Graph, positions: int) -> GraphLayout:
         for k in used
     }
     total = sum(slots.values()) or 1.0
-    free = 2 * math.pi * (1 - TARGET_GAP * len(used)) if len(used) > 1 else 2 * math.pi * 0.98
-    per_slot = free / total
+    # Each sector's share: its slots, but never under the floor (then scaled to fit).
+    shares = {k: max(slots[k], MIN_SECTOR_SHARE * total) for k in used}
+    scale = sum(shares.values()) or 1.0
+    # The gaps between sectors take a tenth of the circle however many sectors there are.
+    gap = TARGET_GAP * min(1.0, 2 / max(len(used), 1))
+    free = 2 * math.pi * (1 - gap * len(used)) if len(used) > 1 else 2 * math.pi * 0.98
     angle_of: dict[str, float] = {}
     group_angles: dict[str | None, list[tuple[int, float]]] = defaultdict(list)
     sectors: list[tuple[float, str]] = []
-    cursor = 2 * math.pi * TARGET_GAP / 2 if len(used) > 1 else 0.0
+    cursor = 2 * math.pi * gap / 2 if len(used) > 1 else 0.0
     for kind in used:
         start = cursor
-        for group, members in by_target[kind].items():
+        span = free * shares[kind] / scale
+        per_slot = span / (slots[kind] or 1.0)
+        for members in by_target[kind].values():
             run_start = cursor
             for key in members:
                 step = width(key) * per_slot
                 angle_of[key] = cursor + step / 2
                 cursor += step
+            group = nodes[members[0]]["group"]
             if group is not None:
                 group_angles[group].append((len(members), (run_start + cursor) / 2))
             cursor += GROUP_GAP * per_slot
         cursor -= GROUP_GAP * per_slot
-        sectors.append(((start + cursor) / 2, "MEMORY" if kind == MEMORY_NODE else "USER"))
-        cursor += 2 * math.pi * TARGET_GAP
+        sectors.append(((start + cursor) / 2, SECTORS[kind]))
+        cursor += 2 * math.pi * gap
     keys = chunks + sessions
     n = len(keys)
     x = np.zeros(n)
@@ -329,7 +380,8 @@ class JourneySelection(QObject):
 
 
 class JourneyEventModel(QAbstractListModel):
-    """Recorded memory events, oldest first. Row ``r`` leads to timeline position ``r + 1``."""
+    """Recorded events of memory, skills and facts, oldest first. Row ``r`` leads to timeline
+    position ``r + 1``."""
 
     EventRole = Qt.ItemDataRole.UserRole + 1
     PositionRole = Qt.ItemDataRole.UserRole + 2
@@ -339,7 +391,7 @@ class JourneyEventModel(QAbstractListModel):
         super().__init__(parent)
         self._events: list[TimelineEvent] = []
         # Rows are formatted once: playback repaints the list every step.
-        self._display: dict[int, str] = {}
+        self._display: dict[tuple[str, int, float], str] = {}
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._events)
@@ -349,15 +401,18 @@ class JourneyEventModel(QAbstractListModel):
             return None
         event = self._events[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            shown = self._display.get(event.id)
+            shown = self._display.get(event.uid)
             if shown is None:
                 action = ACTION_LABELS.get(event.action, event.action)
-                shown = f"{when(event.at)}  {event.target.filename:<9} {action:<13} {event.summary}"
-                self._display[event.id] = shown
+                shown = f"{when(event.at)}  {event.place:<9} {action:<13} {event.summary}"
+                self._display[event.uid] = shown
             return shown
         if role == Qt.ItemDataRole.ToolTipRole:
+            number = (
+                f"#{event.id}" if event.layer == "memory" else f"{event.layer} change {event.id}"
+            )
             lines = [
-                f"#{event.id} · {when(event.at, True)} · {event.target.filename}",
+                f"{number} · {when(event.at, True)} · {event.place}",
                 f"{ACTION_LABELS.get(event.action, event.action)} ({event.origin})",
                 event.summary,
             ]
@@ -365,6 +420,8 @@ class JourneyEventModel(QAbstractListModel):
                 lines.append(f"session {event.session_id}")
             if event.gap:
                 lines.append("the file had also changed unrecorded before this event")
+            if event.note:
+                lines.append(event.note)
             return "\n".join(lines)
         if role == Qt.ItemDataRole.DecorationRole:
             return _swatch(event.action)
@@ -390,8 +447,8 @@ class JourneyEventModel(QAbstractListModel):
 
     def set_events(self, events: Sequence[TimelineEvent]) -> None:
         """New events; the history only grows, so new rows are appended, not reset."""
-        old = [e.id for e in self._events]
-        if old == [e.id for e in events[: len(old)]]:
+        old = [e.uid for e in self._events]
+        if old == [e.uid for e in events[: len(old)]]:
             if len(events) > len(old):
                 self.beginInsertRows(QModelIndex(), len(old), len(events) - 1)
                 self._events.extend(events[len(old) :])
@@ -409,14 +466,21 @@ class JourneyEventModel(QAbstractListModel):
 @dataclass(frozen=True)
 class StateRow:
     key: str
-    target: Target
+    target: Target | None  # None for a skill or a fact
     text: str
     change: str | None = None  # "added" / "changed" by the event that led to this moment
     shown: str = field(default="", compare=False)  # the display line, formatted once
+    layer: str = "memory"
+
+
+# Facts listed at one moment, newest first: the list is rebuilt on every playback step, and
+# a store of thousands would make each step slow while telling little more.
+STATE_FACTS = 200
 
 
 class JourneyStateModel(QAbstractListModel):
-    """Both files' entries at one timeline position, MEMORY first; rows keyed by chunk."""
+    """What the agent knew at one timeline position: both files' entries (MEMORY first), then
+    the skills and the newest facts; rows keyed by chunk or item."""
 
     KeyRole = Qt.ItemDataRole.UserRole + 1
     TargetRole = Qt.ItemDataRole.UserRole + 2
@@ -427,6 +491,7 @@ class JourneyStateModel(QAbstractListModel):
         super().__init__(parent)
         self._rows: list[StateRow] = []
         self.position = 0
+        self.facts_hidden = 0  # facts at this moment beyond the STATE_FACTS listed
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._rows)
@@ -444,7 +509,7 @@ class JourneyStateModel(QAbstractListModel):
         if role == self.KeyRole:
             return row.key
         if role == self.TargetRole:
-            return row.target.value
+            return row.target.value if row.target is not None else row.layer
         if role == self.ChangeRole:
             return row.change
         return None
@@ -469,6 +534,7 @@ class JourneyStateModel(QAbstractListModel):
     def show(self, journey: Journey | None, position: int) -> None:
         """Memory as it was at ``position``, with the rows its event touched marked."""
         self.position = position
+        self.facts_hidden = 0
         rows: list[StateRow] = []
         if journey is not None:
             event = journey.events[position - 1] if 0 < position <= len(journey.events) else None
@@ -496,4 +562,20 @@ class JourneyStateModel(QAbstractListModel):
                     mark = {"added": "+ ", "changed": "~ "}.get(change or "", "  ")
                     shown = f"{mark}{tag}  {first_line(text)}"
                     rows.append(StateRow(key, target, text, change, shown))
+            skills = journey.items_at(position, "skill")
+            facts = journey.items_at(position, "fact")
+            self.facts_hidden = max(0, len(facts) - STATE_FACTS)
+            shown_facts = facts[::-1][:STATE_FACTS]
+            for item in sorted(skills, key=lambda i: i.name) + shown_facts:
+                text = item.text_at(position) or item.text
+                change = None
+                if item.key in added:
+                    change = "added" if item.born == position else "changed"
+                mark = {"added": "+ ", "changed": "~ "}.get(change or "", "  ")
+                if item.layer == "skill":
+                    title = item.title or first_line(text)
+                    shown = f"{mark}SKILL {item.subject} — {title}"
+                else:
+                    shown = f"{mark}FACT  {first_line(text)}"
+                rows.append(StateRow(item.key, None, text, change, shown, item.layer))
         sync_rows(self, self._rows, rows, key=lambda r: r.key)

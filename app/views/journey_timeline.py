@@ -1,12 +1,16 @@
-"""The journey timeline: play, pause, speed and a scrubber over every recorded memory event.
+"""The journey timeline: play, pause, speed and a scrubber over every recorded event of
+memory, skills and provider facts.
 
-Each position shows what the event there changed (a diff of the file it touched, or what a
-staged or rejected write proposed) and both files as they were right after it. One step of
-playback is a slider move: the state list is patched row by row (keyed by chunk, so the
-selection survives), the diff is rebuilt, and the graph only swaps its visibility mask.
+Each position shows what the event there changed (a diff of the file it touched, of a skill's
+file or of a fact, or what a staged or rejected write proposed) and what the agent knew right
+after it: both files, the skills and the newest facts. One step of playback is a slider move:
+the state list is patched row by row (keyed by chunk, so the selection survives), the diff is
+rebuilt, and the graph only swaps its visibility mask.
 """
 
 from __future__ import annotations
+
+import re
 
 from PySide6.QtCore import (
     QItemSelection,
@@ -34,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from app.models.journey_model import (
     ACTION_LABELS,
+    STATE_FACTS,
     JourneyEventModel,
     JourneySelection,
     JourneyStateModel,
@@ -67,8 +72,40 @@ def compact(lines: list[DiffLine], context: int = 1) -> list[DiffLine]:
     return out
 
 
+def paragraphs(text: str) -> list[str]:
+    """``text`` cut at blank lines: a skill's diff compares paragraphs, as memory's compares
+    entries, so a one-word patch shows as one paragraph changed, not as a wall of lines."""
+    return [part for part in re.split(r"\n[ \t]*\n", text.strip("\n")) if part.strip()]
+
+
+def item_diff(event: TimelineEvent) -> list[DiffLine]:
+    """What a change of a skill or a fact did, as lines for :class:`DiffView`."""
+    action = ACTION_LABELS.get(event.action, event.action)
+    what = f"skill {event.subject}" if event.layer == "skill" else f"fact #{event.subject}"
+    head = f"{what} · {action} · {when(event.at, True)} · {event.origin}"
+    if event.session_id:
+        head += f" · session {event.session_id[:8]}"
+    lines: list[DiffLine] = [("#", head), ("!", event.summary)]
+    if event.layer == "skill":
+        lines.append(("!", f"File: {event.file or 'SKILL.md'}"))
+    if event.note:
+        lines.append(("!", event.note))
+    if event.changed:
+        before, after = event.changed[0]
+        lines += compact(entry_diff(paragraphs(before), paragraphs(after)))
+    elif event.added:
+        lines += [("+", part) for part in paragraphs(event.added[0])]
+    elif event.removed:
+        lines += [("-", part) for part in paragraphs(event.removed[0])]
+    else:
+        lines.append(("!", "No text recorded for this change."))
+    return lines
+
+
 def event_diff(journey: Journey, event: TimelineEvent) -> list[DiffLine]:
     """What ``event`` changed, as lines for :class:`DiffView`."""
+    if event.target is None:
+        return item_diff(event)
     action = ACTION_LABELS.get(event.action, event.action)
     head = f"{event.target.filename} · {action} · {when(event.at, True)} · {event.origin}"
     if event.session_id:
@@ -97,6 +134,7 @@ class JourneyTimeline(QWidget):
     positionChanged = Signal(int)
     editRequested = Signal(str)  # chunk key
     deleteRequested = Signal(str)  # chunk key
+    viewRequested = Signal(str)  # skill or fact key
 
     def __init__(
         self, selection: JourneySelection | None = None, parent: QWidget | None = None
@@ -152,17 +190,21 @@ class JourneyTimeline(QWidget):
         self.state_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.state_list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.state_list.selectionModel().selectionChanged.connect(self._on_state_selection)
-        self.state_list.doubleClicked.connect(lambda _index: self._request(self.editRequested))
+        self.state_list.doubleClicked.connect(lambda _index: self._open_selected())
         self.state_title = QLabel("Memory then")
         self.state_title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.view_button = QPushButton("View…")
         self.edit_button = QPushButton("Edit…")
         self.delete_button = QPushButton("Delete…")
+        self.view_button.setToolTip("Show this skill or fact (they are view only here)")
         self.edit_button.setToolTip("Edit this chunk as it is in memory now")
         self.delete_button.setToolTip("Delete this chunk from memory now")
+        self.view_button.clicked.connect(self._view_selected)
         self.edit_button.clicked.connect(lambda: self._request(self.editRequested))
         self.delete_button.clicked.connect(lambda: self._request(self.deleteRequested))
         buttons = QHBoxLayout()
         buttons.addWidget(self.state_title, 1)
+        buttons.addWidget(self.view_button)
         buttons.addWidget(self.edit_button)
         buttons.addWidget(self.delete_button)
         state_box = QWidget()
@@ -303,14 +345,16 @@ class JourneyTimeline(QWidget):
             self.event_list.setCurrentIndex(index)
             self.event_list.scrollTo(index)
             self.diff.show_diff(event_diff(journey, journey.events[position - 1]))
+        more = self.state.facts_hidden
+        extra = f" (newest {STATE_FACTS} facts listed, {more:,} more)" if more else ""
         if position >= journey.now:
             self.label.setText(f"now · {journey.now:,} events")
-            self.state_title.setText("Memory now")
+            self.state_title.setText(f"Memory now{extra}")
         else:
             event = journey.events[position - 1] if position else None
             moment = when(event.at) if event is not None else "the start"
             self.label.setText(f"{position:,} / {journey.now:,} · {moment}")
-            self.state_title.setText(f"Memory at {moment}")
+            self.state_title.setText(f"Memory at {moment}{extra}")
         self._select_row(self.selection.key)
 
     # -- selection -------------------------------------------------------------------------
@@ -348,11 +392,27 @@ class JourneyTimeline(QWidget):
         chunk = self.journey.chunk(self.selection.key) if self.journey is not None else None
         return chunk is not None and chunk.alive
 
+    def _viewable(self) -> bool:
+        journey = self.journey
+        return journey is not None and journey.item(self.selection.key) is not None
+
     def _update_buttons(self) -> None:
         editable = self._editable()
         self.edit_button.setEnabled(editable)
         self.delete_button.setEnabled(editable)
+        self.view_button.setEnabled(self._viewable())
 
     def _request(self, signal: SignalInstance) -> None:
         if self._editable():
             signal.emit(self.selection.key)
+
+    def _view_selected(self) -> None:
+        if self._viewable():
+            self.viewRequested.emit(self.selection.key)
+
+    def _open_selected(self) -> None:
+        """Double-click: a chunk opens for editing, a skill or fact for viewing."""
+        if self._viewable():
+            self._view_selected()
+        else:
+            self._request(self.editRequested)

@@ -1,9 +1,11 @@
-"""The journey view: the radial graph over the timeline, with filters, and edits of any chunk.
+"""The journey view: the radial graph over the timeline, with filters, edits of any chunk and
+a view of any skill or fact.
 
 Nothing here reads or writes memory. The view asks for journey data with
 ``reloadRequested`` (the worker answers with :meth:`JourneyView.set_bundle`) and sends edits
 and deletes as versioned node ids (``editRequested(id, text)``, ``deleteRequested(id)``); the
-engine refuses an id whose entry changed meanwhile, and the view then reloads.
+engine refuses an id whose entry changed meanwhile, and the view then reloads. Skills and
+facts are shown read-only (:class:`ItemViewer`), from the text the journey loaded.
 """
 
 from __future__ import annotations
@@ -12,26 +14,87 @@ from collections import deque
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QFontDatabase, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QDialog,
+    QDialogButtonBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMessageBox,
+    QPlainTextEdit,
     QSplitter,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from app.models.journey_model import JourneyBundle, JourneySelection
+from app.models.journey_model import JourneyBundle, JourneySelection, when
 from app.views.journey_timeline import JourneyTimeline
 from app.views.memory_panel import ADDED, REMOVED, WARNING, EntryEditor, _set_text_color
 from app.views.radial_graph import RadialGraph
-from engine.journey import Chunk
+from engine.journey import Chunk, Item
 from engine.memory.entries import Target
 from engine.memory.operations import preview
+
+
+def item_details(item: Item) -> list[str]:
+    """The lines above a skill's or fact's text in :class:`ItemViewer`."""
+    lines = [item.node_id or ("skill " + item.subject if item.layer == "skill" else "fact")]
+    if item.layer == "skill":
+        if item.title:
+            lines.append(item.title)
+        facts = [f"trust: {item.trust_level}"] if item.trust_level else []
+        if item.uses is not None:
+            facts.append(f"used {item.uses} time{'s' if item.uses != 1 else ''}")
+        if item.files:
+            facts.append(
+                f"files: {', '.join(item.files[:8])}" + (" …" if len(item.files) > 8 else "")
+            )
+        if facts:
+            lines.append(" · ".join(facts))
+    else:
+        facts = [f"trust {item.trust:.2f}"] if item.trust is not None else []
+        if item.uses is not None:
+            facts.append(f"retrieved {item.uses} time{'s' if item.uses != 1 else ''}")
+        if item.entities:
+            facts.append("about " + ", ".join(item.entities))
+        if item.tags:
+            facts.append("tags " + ", ".join(item.tags))
+        if facts:
+            lines.append(" · ".join(facts))
+    times = [f"learned {when(item.learned_at)}"]
+    if item.changed_at and item.changed_at != item.learned_at:
+        times.append(f"changed {when(item.changed_at)}")
+    if item.removed_at is not None:
+        times.append(f"removed {when(item.removed_at)} (its last text is shown)")
+    lines.append(" · ".join(times))
+    return lines
+
+
+class ItemViewer(QDialog):
+    """A skill's SKILL.md or a fact's text, read-only, with what the journey knows of it."""
+
+    def __init__(self, item: Item, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key = item.key
+        what = f"Skill {item.subject}" if item.layer == "skill" else f"Fact #{item.subject}"
+        self.setWindowTitle(what)
+        self.details = QLabel("\n".join(item_details(item)))
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit(item.text)
+        self.text.setReadOnly(True)
+        if item.layer == "skill":
+            self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.details)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.resize(640, 520 if item.layer == "skill" else 260)
 
 
 class JourneyView(QWidget):
@@ -52,10 +115,13 @@ class JourneyView(QWidget):
         self._outstanding: deque[EntryEditor | None] = deque()
         self.editor: EntryEditor | None = None
         self.confirm: QMessageBox | None = None
+        self.viewer: ItemViewer | None = None
 
         self.sources = {
             "memory": QCheckBox("Memory"),
             "user": QCheckBox("User profile"),
+            "skills": QCheckBox("Skills"),
+            "facts": QCheckBox("Facts"),
             "sessions": QCheckBox("Sessions"),
         }
         for box in self.sources.values():
@@ -100,6 +166,7 @@ class JourneyView(QWidget):
         for source in (self.graph, self.timeline):
             source.editRequested.connect(self.edit_chunk)
             source.deleteRequested.connect(self.delete_chunk)
+            source.viewRequested.connect(self.view_item)
 
     # -- data ------------------------------------------------------------------------------
 
@@ -128,12 +195,20 @@ class JourneyView(QWidget):
         self.timeline.set_journey(bundle.journey)
         journey = bundle.journey
         alive = sum(1 for c in journey.chunks if c.alive)
+        skills = sum(1 for i in journey.items if i.alive and i.layer == "skill")
+        facts = sum(1 for i in journey.items if i.alive and i.layer == "fact")
         self.summary.setText(
-            f"{alive} chunks now · {len(journey.chunks)} ever · {len(journey.sessions)} "
-            f"sessions · {journey.now:,} events"
+            f"{alive} chunks now · {len(journey.chunks)} ever · {skills} skills · {facts} facts"
+            f" · {len(journey.sessions)} sessions · {journey.now:,} events"
+        )
+        self.summary.setToolTip(
+            "Chunks: entries of MEMORY.md and USER.md; skills: the agent's procedures; facts: "
+            "the Holographic provider's fact store"
         )
         if journey.history_error:
             self._show_result(f"Change history unavailable: {journey.history_error}", WARNING)
+        elif journey.layer_errors:
+            self._show_result("; ".join(journey.layer_errors), WARNING)
 
     @Slot(object)
     def apply_changes(self, changes: Any) -> None:
@@ -191,6 +266,20 @@ class JourneyView(QWidget):
         if chunk is None or chunk.index is None:
             return None
         return chunk.target.value, chunk.index
+
+    # -- skills and facts: view only -------------------------------------------------------
+
+    @Slot(str)
+    def view_item(self, key: str) -> None:
+        """Show skill or fact ``key`` (one viewer at a time; a new one replaces it)."""
+        item = self.bundle.journey.item(key) if self.bundle is not None else None
+        if item is None:
+            return
+        if self.viewer is not None:
+            self.viewer.close()
+            self.viewer.deleteLater()
+        self.viewer = ItemViewer(item, self)
+        self.viewer.show()
 
     # -- edits -----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The radial memory graph: every chunk and session as a star, time as the radius.
+"""The radial memory graph: every chunk, skill, fact and session as a star, time as the radius.
 
 Drawn with a plain ``paintEvent`` over numpy arrays (the layout comes precomputed from the
 worker, see :mod:`app.models.journey_model`). Three layers keep it responsive at 10,000 nodes:
@@ -47,27 +47,44 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
 from app.models.journey_model import (
+    FACT_NODE,
     MEMORY_NODE,
     SESSION_NODE,
+    SKILL_NODE,
     USER_NODE,
     GraphLayout,
     JourneyBundle,
     JourneySelection,
     when,
 )
+from engine.journey import Item
 
 NODE_COLORS = {
     MEMORY_NODE: QColor("#3b7dd8"),
     USER_NODE: QColor("#e0852e"),
     SESSION_NODE: QColor("#7d8590"),
+    SKILL_NODE: QColor("#8e4fc8"),
+    FACT_NODE: QColor("#15907f"),
 }
+# Shapes tell the layers apart without colour: chunks round, sessions diamonds, skills
+# squares, facts small rounds.
+NODE_SHAPES = {SESSION_NODE: "diamond", SKILL_NODE: "square"}
+NODE_SCALE = {SESSION_NODE: 1.35, SKILL_NODE: 1.2, FACT_NODE: 0.8}
+# Sessions last, so their markers sit on top of the edges that meet them.
+DRAW_ORDER = (FACT_NODE, MEMORY_NODE, USER_NODE, SKILL_NODE, SESSION_NODE)
 ACCENT = QColor("#d62f7f")
 MIN_ZOOM, MAX_ZOOM = 0.5, 80.0
 LINKS_ALL_BELOW = 150  # visible nodes under which every term link is drawn
 LABELS_BELOW = 400  # nodes on screen under which labels are placed (those that fit)
 LABEL_WIDTH = 220
 SETTLE_MS = 90
-SOURCE_KINDS = {"memory": MEMORY_NODE, "user": USER_NODE, "sessions": SESSION_NODE}
+SOURCE_KINDS = {
+    "memory": MEMORY_NODE,
+    "user": USER_NODE,
+    "skills": SKILL_NODE,
+    "facts": FACT_NODE,
+    "sessions": SESSION_NODE,
+}
 
 
 def blend(a: QColor, b: QColor, t: float) -> QColor:
@@ -79,7 +96,7 @@ def blend(a: QColor, b: QColor, t: float) -> QColor:
     )
 
 
-def _sprite(color: QColor, diameter: float, outline: QColor | None, square: bool) -> QPixmap:
+def _sprite(color: QColor, diameter: float, outline: QColor | None, shape: str) -> QPixmap:
     size = math.ceil(diameter) + 2
     pixmap = QPixmap(size, size)
     pixmap.fill(Qt.GlobalColor.transparent)
@@ -88,11 +105,14 @@ def _sprite(color: QColor, diameter: float, outline: QColor | None, square: bool
     painter.setBrush(color)
     painter.setPen(QPen(outline, 1) if outline is not None else Qt.PenStyle.NoPen)
     rect = QRectF(1, 1, diameter, diameter)
-    if square:
+    if shape == "diamond":
         painter.translate(rect.center())
         painter.rotate(45)
         side = diameter / math.sqrt(2)
         painter.drawRect(QRectF(-side / 2, -side / 2, side, side))
+    elif shape == "square":
+        inset = diameter * 0.06
+        painter.drawRect(rect.adjusted(inset, inset, -inset, -inset))
     else:
         painter.drawEllipse(rect)
     painter.end()
@@ -121,12 +141,13 @@ class _View:
 
 
 class RadialGraph(QWidget):
-    """Click selects (through the shared :class:`JourneySelection`), double-click edits, the
-    context menu and Del/Enter edit or delete, the wheel zooms about the cursor, a drag pans,
-    0 fits."""
+    """Click selects (through the shared :class:`JourneySelection`), double-click edits a
+    chunk or views a skill or fact, the context menu and Del/Enter edit or delete, the wheel
+    zooms about the cursor, a drag pans, 0 fits."""
 
     editRequested = Signal(str)  # chunk key
     deleteRequested = Signal(str)  # chunk key
+    viewRequested = Signal(str)  # skill or fact key
     rendered = Signal()  # a paint finished (benchmarks and tests time it)
 
     def __init__(
@@ -338,7 +359,7 @@ class RadialGraph(QWidget):
             color = NODE_COLORS[kind]
             fill = blend(color, background, 0.72) if faded else color
             outline = None if faded else blend(color, QColor("black"), 0.3)
-            sprite = _sprite(fill, diameter, outline, square=kind == SESSION_NODE)
+            sprite = _sprite(fill, diameter, outline, NODE_SHAPES.get(kind, "circle"))
             self._sprites[key] = sprite
         return sprite
 
@@ -484,12 +505,11 @@ class RadialGraph(QWidget):
         if layout is None or not len(indices):
             return
         diameter = self._diameter(len(indices))
-        # Sessions last, so their markers sit on top of the edges that meet them.
-        for kind in (MEMORY_NODE, USER_NODE, SESSION_NODE):
+        for kind in DRAW_ORDER:
             chosen = indices[layout.kind[indices] == kind]
             if not len(chosen):
                 continue
-            size = diameter * (1.35 if kind == SESSION_NODE else 1.0)
+            size = diameter * NODE_SCALE.get(kind, 1.0)
             sprite = self._sprite(kind, size, faded)
             half = sprite.width() / 2 / sprite.devicePixelRatio()
             xs = (view.cx + layout.x[chosen] * view.scale - half).tolist()
@@ -722,6 +742,9 @@ class RadialGraph(QWidget):
         if key and self._editable(key):
             self.selection.select(key)
             self.editRequested.emit(key)
+        elif key and self._viewable(key):
+            self.selection.select(key)
+            self.viewRequested.emit(key)
 
     def leaveEvent(self, event: QEvent) -> None:
         if self.hover >= 0:
@@ -748,6 +771,8 @@ class RadialGraph(QWidget):
             self.deleteRequested.emit(selected)
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self._editable(selected):
             self.editRequested.emit(selected)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self._viewable(selected):
+            self.viewRequested.emit(selected)
         else:
             super().keyPressEvent(event)
             return
@@ -760,12 +785,19 @@ class RadialGraph(QWidget):
         chunk = self.bundle.journey.chunk(key)
         return chunk is not None and chunk.alive
 
+    def _viewable(self, key: str) -> bool:
+        """Skills and facts are shown, not edited, from here (skills change through
+        ``cairn skills`` and the agent, facts through the fact store)."""
+        return bool(key) and self.bundle is not None and self.bundle.journey.item(key) is not None
+
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         key = self.key_at(QPointF(event.pos()))
         if not key:
             return
         self.selection.select(key)
         menu = QMenu(self)
+        if self._viewable(key):
+            menu.addAction("View…").triggered.connect(lambda: self.viewRequested.emit(key))
         edit = menu.addAction("Edit…")
         delete = menu.addAction("Delete…")
         editable = self._editable(key)
@@ -817,6 +849,9 @@ class RadialGraph(QWidget):
             if chunk.node_id:
                 parts.append(chunk.node_id)
             return "\n".join(parts)
+        item = journey.item(key)
+        if item is not None:
+            return self._item_tooltip(item)
         session = next((s for s in journey.sessions if "s:" + s.id == key), None)
         if session is None:
             return ""
@@ -828,3 +863,33 @@ class RadialGraph(QWidget):
                 f"{taught} chunk{'s' if taught != 1 else ''} learned",
             ]
         )
+
+    def _item_tooltip(self, item: Item) -> str:
+        assert self.bundle is not None
+        position = self._now() if self.position is None else self.position
+        text = item.text_at(position) or item.text
+        if item.layer == "skill":
+            parts = [item.subject]
+            if item.title:
+                parts.append(item.title if len(item.title) <= 90 else item.title[:89] + "…")
+            level = f" · {item.trust_level}" if item.trust_level else ""
+            parts.append(f"skill{level} · learned {when(item.learned_at)}")
+        else:
+            line = text.split("\n", 1)[0]
+            parts = [line if len(line) <= 90 else line[:89] + "…"]
+            trust = f" · trust {item.trust:.2f}" if item.trust is not None else ""
+            parts.append(f"fact{trust} · learned {when(item.learned_at)}")
+            if item.entities:
+                parts.append("about " + ", ".join(item.entities[:6]))
+        if item.changed_at and item.changed_at != item.learned_at:
+            parts.append(f"changed {when(item.changed_at)}")
+        if item.removed_at is not None:
+            parts.append(f"removed {when(item.removed_at)}")
+        if item.session_id:
+            journey = self.bundle.journey
+            session = next((s for s in journey.sessions if s.id == item.session_id), None)
+            title = session.title if session and session.title else item.session_id[:8]
+            parts.append(f"session: {title}")
+        if item.node_id:
+            parts.append(item.node_id)
+        return "\n".join(parts)

@@ -11,6 +11,10 @@ With ``skills.write_approval`` on, the agent's changes are checked the same way 
 staged in ``<home>/pending/skills/<id>.json`` (the memory queue's record format, subsystem
 ``skills``); approving replays them through the same checks against the skills as they are
 then. Changes typed by the user on the command line apply directly: the user is the reviewer.
+
+Every applied change is also appended to ``<home>/skills/.history.jsonl`` (one
+:class:`SkillChange` per line, with the file's text before and after), so the journey can show
+when each skill was created, patched or deleted, and what changed.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ from engine.skills.usage import UsageBook
 
 __all__ = [
     "ACTIONS",
+    "HISTORY_FILE",
     "Author",
+    "SkillChange",
     "SkillManager",
     "SkillPendingQueue",
     "SkillRequest",
@@ -70,6 +76,10 @@ ACTIONS = ("create", "patch", "edit", "delete", "write_file", "remove_file")
 Author = Literal["agent", "user"]
 TRASH_DIR = ".trash"
 LOCK_FILE = ".skills.lock"
+HISTORY_FILE = ".history.jsonl"
+# Texts kept in the history: a SKILL.md always fits; a bigger supporting file is noted as
+# changed without its text, so the log stays a few megabytes at most.
+HISTORY_TEXT_MAX = SKILL_MD_MAX_CHARS
 _PREVIEW = 60
 _MAX_PREVIEWS = 5
 
@@ -252,6 +262,30 @@ class SkillPendingQueue(PendingQueue):
 # --------------------------------------------------------------------------------------------
 
 
+class SkillChange(BaseModel):
+    """One applied skill change: a line of ``<skills>/.history.jsonl``."""
+
+    at: float  # unix seconds, when it was committed
+    action: str  # one of ACTIONS
+    skill: str  # category/name, or name
+    file: str = SKILL_FILE  # the file the change wrote or removed (delete: SKILL.md)
+    author: Author
+    origin: str
+    session_id: str | None = None
+    pending_id: str | None = None
+    summary: str
+    before: str | None = None  # the file's text before; None when it did not exist
+    after: str | None = None  # and after; None when it no longer exists
+    omitted: bool = False  # a text was too long (or not UTF-8) to keep: before/after are None
+
+
+def _kept(text: str | None) -> tuple[str | None, bool]:
+    """``text`` if the history keeps it, and whether it was left out."""
+    if text is None or len(text) <= HISTORY_TEXT_MAX:
+        return text, False
+    return None, True
+
+
 @dataclass
 class _Change:
     """A change worked out and checked, waiting to be committed."""
@@ -262,6 +296,11 @@ class _Change:
     commit: Callable[[], None]
     verdict: GuardVerdict | None = None
     notes: list[str] = field(default_factory=list)
+    # For the history: the file changed and its text before and after.
+    file: str = SKILL_FILE
+    before: str | None = None
+    after: str | None = None
+    unreadable: bool = False  # the old text could not be read as UTF-8
 
 
 def _read_text(path: Path, shown: str) -> str:
@@ -275,6 +314,18 @@ def _read_text(path: Path, shown: str) -> str:
         raise SkillError("invalid", f"{shown} is a folder, not a file") from None
     except OSError as exc:
         raise SkillError("io", f"{shown} cannot be read ({exc.strerror})") from None
+
+
+def _old_text(path: Path) -> tuple[str | None, bool]:
+    """For the history: ``path``'s text, and whether it existed but could not be read."""
+    if path.is_symlink() or not path.is_file():
+        return None, path.is_symlink()
+    try:
+        if path.stat().st_size > 4 * HISTORY_TEXT_MAX:
+            return None, True
+        return path.read_bytes().decode("utf-8"), False
+    except (OSError, UnicodeDecodeError):
+        return None, True
 
 
 def _positions(text: str, needle: str) -> list[int]:
@@ -388,6 +439,8 @@ class SkillManager:
                 raise SkillError(
                     "io", f"{change.summary} failed ({exc.strerror}); nothing was changed"
                 ) from exc
+            # Under the lock, so the history's order is the order the changes were made in.
+            self._record(change, pending_id)
         result: dict[str, Any] = {
             "ok": True,
             "status": "applied",
@@ -431,6 +484,40 @@ class SkillManager:
 
     def pending(self) -> list[PendingWrite]:
         return self.queue.list()
+
+    def _record(self, change: _Change, pending_id: str | None) -> None:
+        """Append ``change`` to the history. Best effort: the change is made already, and a
+        full disk must not turn it into a reported failure."""
+        before, cut_before = _kept(change.before)
+        after, cut_after = _kept(change.after)
+        record = SkillChange(
+            at=time.time(),
+            action=change.request.action,
+            skill=change.ref,
+            file=change.file,
+            author=self.author,
+            origin=self.origin,
+            session_id=self.session_id,
+            pending_id=pending_id,
+            summary=change.summary,
+            before=before,
+            after=after,
+            omitted=cut_before or cut_after or change.unreadable,
+        )
+        line = (record.model_dump_json(exclude_defaults=True) + "\n").encode("utf-8")
+        try:
+            # One write of a whole line in append mode: readers take whole lines only. A line
+            # a crash cut short is ended first, so it spoils only itself, not this one.
+            with (self.root / HISTORY_FILE).open("a+b") as handle:
+                if handle.seek(0, os.SEEK_END):
+                    handle.seek(-1, os.SEEK_END)
+                    if handle.read(1) != b"\n":
+                        line = b"\n" + line
+                handle.write(line)
+        except OSError as exc:
+            change.notes.append(
+                f"the change could not be added to the skills history ({exc.strerror})"
+            )
 
     def approve(self, pending_id: str) -> dict[str, Any]:
         record = self.queue.fetch(pending_id)
@@ -605,7 +692,7 @@ class SkillManager:
             fsync_dir(parent)
             self._record_trust(name, change)
 
-        change = _Change(request, ref, describe_request(request), commit, verdict)
+        change = _Change(request, ref, describe_request(request), commit, verdict, after=text)
         return change
 
     def _record_trust(self, name: str, change: _Change) -> None:
@@ -638,7 +725,13 @@ class SkillManager:
         verdict = self._guard(new, SKILL_FILE, mode, before=old)
         target = resolve_in_skill(folder, PurePosixPath(SKILL_FILE), for_write=True)
         return _Change(
-            request, ref, describe_request(request), lambda: atomic_write_text(target, new), verdict
+            request,
+            ref,
+            describe_request(request),
+            lambda: atomic_write_text(target, new),
+            verdict,
+            before=old,
+            after=new,
         )
 
     def _plan_patch(self, request: PatchRequest, folder: Path, ref: str, mode: Mode) -> _Change:
@@ -679,7 +772,14 @@ class SkillManager:
         _check_size(new, old, FILE_MAX_CHARS, shown)
         verdict = self._guard(new, rel.as_posix(), mode, before=old)
         return _Change(
-            request, ref, describe_request(request), lambda: atomic_write_text(path, new), verdict
+            request,
+            ref,
+            describe_request(request),
+            lambda: atomic_write_text(path, new),
+            verdict,
+            file=rel.as_posix(),
+            before=old,
+            after=new,
         )
 
     def _plan_edit(self, request: EditRequest, folder: Path, ref: str, mode: Mode) -> _Change:
@@ -704,6 +804,7 @@ class SkillManager:
 
         change = _Change(request, ref, describe_request(request), commit)
         change.notes.append(f"the folder was moved to skills/{TRASH_DIR}/ and can be restored")
+        change.before, change.unreadable = _old_text(folder / SKILL_FILE)
         return change
 
     def _plan_write_file(
@@ -714,12 +815,15 @@ class SkillManager:
         shown = f"{ref}/{rel}"
         old: str | None = None
         old_bytes = 0
+        unreadable = False
         if os.path.lexists(path):
             if path.is_dir():
                 raise SkillError("invalid", f"{shown} is a folder, not a file")
             old_bytes = path.stat().st_size
-            with contextlib.suppress(SkillError):
+            try:
                 old = _read_text(path, shown)
+            except SkillError:
+                unreadable = True
         _check_size(request.content, old, FILE_MAX_CHARS, shown)
         files, size = _skill_usage(folder)
         new_bytes = len(request.content.encode("utf-8"))
@@ -753,7 +857,10 @@ class SkillManager:
                         made.rmdir()
                 raise
 
-        return _Change(request, ref, describe_request(request), commit, verdict)
+        change = _Change(request, ref, describe_request(request), commit, verdict)
+        change.file, change.before, change.after = rel.as_posix(), old, request.content
+        change.unreadable = unreadable
+        return change
 
     def _plan_remove_file(self, request: RemoveFileRequest, folder: Path, ref: str) -> _Change:
         rel = check_relpath(request.file, for_write=True)
@@ -774,4 +881,6 @@ class SkillManager:
                 parent.rmdir()
                 parent = parent.parent
 
-        return _Change(request, ref, describe_request(request), commit)
+        change = _Change(request, ref, describe_request(request), commit, file=rel.as_posix())
+        change.before, change.unreadable = _old_text(path)
+        return change
