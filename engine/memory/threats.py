@@ -711,6 +711,20 @@ _chain(
     (120, _NEWLINE, _SECRET_FILE),
     (120, _NEWLINE, r"\s[\w.-]{1,40}@[\w.-]{1,80}:|https?://|rsync://"),
 )
+# Leaking through the conversation itself: read a secret file, then put it in a reply.
+_chain(
+    "exfiltration.secret_file",
+    r"\b(?:cat|read|print|dump|open|output|show|type|copy)\b",
+    (120, _NEWLINE, _SECRET_FILE),
+    (
+        160,
+        _NEWLINE,
+        r"""\b(?:include|paste|put|quote|echo|print|show|reveal|repeat|add|append|insert)\b
+        [^\n]{0,40}?\b(?:in|into|at\s+the\s+(?:end|start)\s+of)\s+(?:your|the|every|each)\s+
+        (?:next\s+|following\s+|)(?:reply|replies|response|responses|answer|answers|message
+          |messages|output)\b""",
+    ),
+)
 _chain(
     "exfiltration.secret_file",
     rf"\b(?:{_SEND}|read|grab|take|collect|steal|get|copy|cat|dump)\b",
@@ -789,6 +803,13 @@ _rule(
     |\bssh-(?:rsa|ed25519|dss|ecdsa[\w-]{0,20})\s{1,3}aaaa[0-9a-z+/]{20,}[^\n]{0,200}?
     (?:\badd\b|\bappend\b|>>|authorized|\baccess\b|\binstall\b)
     |\bpermitrootlogin\s{1,3}yes\b""",
+)
+# "My key" on one box is an admin note; planted on every machine it is a backdoor.
+_rule(
+    "persistence.ssh_key",
+    r"""\b(?:add|append|insert|install|put|place|plant|drop|copy)\s+my\s+
+    (?:(?:ssh|public|rsa|ed25519)\s+){0,2}keys?\b[^\n]{0,80}?
+    \b(?:every|each|all(?:\s+the)?|any)\s+(?:hosts?|servers?|machines?|boxes|nodes?)\b""",
 )
 _CRON_MARK = r"""\bcrontab\b|/etc/cron|\bcron\.(?:d|hourly|daily|weekly)\b|@reboot\b|@hourly\b
     |(?:\*(?:/\d{1,2})?\s{1,3}){4}\*|\bsystemd\s+(?:timer|service|unit)\b|\.timer\b
