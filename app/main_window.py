@@ -3,9 +3,15 @@
 Sessions dock on the left, memory on the right, the chat in the middle. Views get engine state
 from the worker's one ``changed`` signal; requests go to the worker's slots through queued
 connections, so nothing here waits on disk, the database or the model.
+
+What the window needs only later is imported then: the journey (numpy, networkx) when its dock
+is first shown, the migration wizard when it is opened, the engine on the worker's thread. The
+window is on screen before the engine has loaded.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -13,16 +19,17 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, Q
 
 from app.scheduler import CronScheduler
 from app.views.chat_pane import ChatPane
-from app.views.journey_view import JourneyView
 from app.views.memory_panel import MemoryPanel
-from app.views.migration_wizard import MigrationWizard
 from app.views.pending_dialog import PendingBadge, PendingDialog
 from app.views.session_list import SessionList
 from app.views.setup_panel import SetupPanel
 from app.watcher import HomeWatcher
 from app.worker import ChangeSet, EngineWorker
-from engine.cron import RunResult
 from engine.home import Home
+
+if TYPE_CHECKING:
+    from app.views.journey_view import JourneyView
+    from engine.cron import RunResult
 
 LAYOUT_VERSION = 1
 
@@ -57,12 +64,14 @@ class MainWindow(QMainWindow):
         self.badge = PendingBadge()
         self.sessions_dock = self._dock("Sessions", "sessions", self.sessions, left=True)
         self.memory_dock = self._dock("Memory", "memory", self.memory, left=False)
-        self.journey = JourneyView()
+        # Opened by /journey or Ctrl+3; its view is made when the dock is first shown.
+        self._journey: JourneyView | None = None
+        self._last_memory: ChangeSet | None = None  # for a journey view made later
         self.journey_dock = QDockWidget("Journey", self)
         self.journey_dock.setObjectName("journey-dock")
-        self.journey_dock.setWidget(self.journey)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.journey_dock)
-        self.journey_dock.hide()  # opened by /journey or Ctrl+3; it loads when first shown
+        self.journey_dock.hide()
+        self.journey_dock.visibilityChanged.connect(self._on_journey_visibility)
 
         self._thread = QThread(self)
         self._thread.setObjectName("cairn-engine")
@@ -83,12 +92,14 @@ class MainWindow(QMainWindow):
         if self.watcher is not None:
             self.watcher.start()
         # Cron jobs run while the window is open (system cron can run `cairn cron tick`
-        # when it is not); runs happen on the scheduler's own thread.
+        # when it is not); runs happen on the scheduler's own thread. It starts once the
+        # engine has answered: its first check loads half the engine, which would otherwise
+        # compete with the worker's start for the interpreter.
         self.scheduler = CronScheduler(home, self) if watch else None
         if self.scheduler is not None:
             self.scheduler.jobFinished.connect(self._on_cron_finished)
             self.scheduler.problem.connect(self._on_cron_problem)
-            self.scheduler.start()
+            self.worker.failed.connect(self._start_scheduler)
 
     # -- construction ----------------------------------------------------------------------
 
@@ -140,16 +151,34 @@ class MainWindow(QMainWindow):
         w.changed.connect(self.pending.apply_changes)
         w.changed.connect(self.badge.apply_changes)
         w.changed.connect(self._on_changed)
-
-        self.journey.reloadRequested.connect(w.load_journey)
-        self.journey.editRequested.connect(w.edit_chunk)
-        self.journey.deleteRequested.connect(w.delete_chunk)
-        w.journeyLoaded.connect(self.journey.set_bundle)
-        w.journeyEdited.connect(self.journey.show_edit_result)
-        w.changed.connect(self.journey.apply_changes)
         # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
         self.memory.entrySelected.connect(self._on_panel_selection)
-        self.journey.selection.changed.connect(self._on_journey_selection)
+
+    @property
+    def journey(self) -> JourneyView:
+        """The journey view, made (and wired to the worker) on first use."""
+        if self._journey is None:
+            from app.views.journey_view import JourneyView
+
+            view = JourneyView()
+            w = self.worker
+            view.reloadRequested.connect(w.load_journey)
+            view.editRequested.connect(w.edit_chunk)
+            view.deleteRequested.connect(w.delete_chunk)
+            w.journeyLoaded.connect(view.set_bundle)
+            w.journeyEdited.connect(view.show_edit_result)
+            w.changed.connect(view.apply_changes)
+            view.selection.changed.connect(self._on_journey_selection)
+            if self._last_memory is not None:
+                view.apply_changes(self._last_memory)
+            self._journey = view
+            self.journey_dock.setWidget(view)
+        return self._journey
+
+    @Slot(bool)
+    def _on_journey_visibility(self, visible: bool) -> None:
+        if visible:
+            _ = self.journey
 
     def _actions(self) -> None:
         toolbar = QToolBar("Main")
@@ -205,6 +234,8 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_migration(self) -> None:
+        from app.views.migration_wizard import MigrationWizard
+
         wizard = MigrationWizard(self.home, self)
         wizard.migrated.connect(self.worker.refresh)
         wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -228,6 +259,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def show_journey(self) -> None:
+        _ = self.journey  # made before the dock shows, so it opens at its full size
         self.journey_dock.show()
         self.journey_dock.raise_()
 
@@ -237,8 +269,8 @@ class MainWindow(QMainWindow):
     @Slot(str, int)
     def _on_panel_selection(self, target: str, row: int) -> None:
         text = self.memory.boxes[target].model.entry(row) if target in self.memory.boxes else None
-        if text is not None:
-            self.journey.select_entry(target, row, text)
+        if text is not None and self._journey is not None:
+            self._journey.select_entry(target, row, text)
 
     @Slot(str)
     def _on_journey_selection(self, key: str) -> None:
@@ -262,9 +294,18 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{self.home.root} · {name}")
         if changes.sessions is not None:
             self.sessions.show_recent(changes.sessions)
+        if changes.memory is not None:
+            self._last_memory = changes
         if changes.memory is not None and self._first_state:
             self._first_state = False
             self.memoryShown.emit()
+            self._start_scheduler()
+
+    @Slot()
+    def _start_scheduler(self) -> None:
+        # Not after shutdown: a state queued before the worker stopped may arrive later.
+        if self.scheduler is not None and self._thread.isRunning() and not self.scheduler.running:
+            self.scheduler.start()
 
     # -- layout and shutdown ---------------------------------------------------------------
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from engine import cron
 from engine.home import Home
 
 if TYPE_CHECKING:
+    from engine import cron
     from engine.agent import Agent
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,10 @@ class _CronWorker(QObject):
         try:
             if self._stopping.is_set():
                 return
+            # Imported here, on this thread: it brings in most of the engine, which the
+            # window should not wait for.
+            from engine import cron
+
             report = cron.tick(
                 self.home,
                 trigger="app",

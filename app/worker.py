@@ -7,6 +7,9 @@ change-set: only the parts that changed are filled in.
 
 ``cancel`` is the one method the GUI calls directly: the worker is busy inside the turn it
 should stop, so a queued request would arrive too late.
+
+The engine is imported by the slots, on this thread: importing it takes about a second, which
+the window spends getting on screen instead.
 """
 
 from __future__ import annotations
@@ -14,31 +17,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
-from app.models.journey_model import bundle as journey_bundle
-from engine import journey
-from engine.agent import (
-    Agent,
-    AgentEvent,
-    Notice,
-    ReplyFinished,
-    SessionStarted,
-    TokenReceived,
-    ToolFinished,
-    ToolStarted,
-)
-from engine.commands import as_message, is_command, run_command
-from engine.config import load_config, update_config
 from engine.home import Home
-from engine.memory.entries import Target
-from engine.memory.errors import MemoryToolError
-from engine.memory.service import MemoryService, usage_of
-from engine.providers.detect import detect_local_servers
-from engine.skills import SkillError
-from engine.skills.manage import SkillManager
+
+if TYPE_CHECKING:
+    from engine.agent import Agent, AgentEvent
+    from engine.journey import JourneyBuilder
+    from engine.memory.service import MemoryService
+    from engine.skills.manage import SkillManager
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +82,7 @@ class EngineWorker(QObject):
         self.agent: Agent | None = None
         self._memory: MemoryService | None = None
         # Kept between loads: the history only grows, so each load replays only new events.
-        self._journey = journey.JourneyBuilder()
+        self._journey: JourneyBuilder | None = None
         self._refreshRequested.connect(self.refresh, Qt.ConnectionType.QueuedConnection)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -101,6 +90,17 @@ class EngineWorker(QObject):
     @Slot()
     def start(self) -> None:
         """Open the home: memory, sessions, the agent (with or without a model)."""
+        # Memory first: opening the agent can import the model's SDK and ask the server for
+        # its context window, seconds the memory panel need not wait for.
+        try:
+            from engine.config import load_config
+            from engine.memory.service import MemoryService
+
+            self._memory = MemoryService(self.home, load_config(self.home))
+        except Exception:
+            log.debug("memory not opened ahead of the agent", exc_info=True)  # the agent says why
+        else:
+            self.changed.emit(self._memory_state(["start"]))
         agent = self._open_agent()
         if agent is not None:
             self.agent, self._memory = agent, agent.memory
@@ -108,6 +108,8 @@ class EngineWorker(QObject):
 
     def _open_agent(self) -> Agent | None:
         try:
+            from engine.agent import Agent
+
             return Agent(self.home, source="gui", cwd=self.cwd, listener=self._relay)
         except Exception as exc:  # shown in the window, never raised into Qt's event loop
             log.exception("engine failed to start")
@@ -136,6 +138,8 @@ class EngineWorker(QObject):
             return
         line = text.strip()
         try:
+            from engine.commands import as_message, is_command, run_command
+
             if is_command(line):
                 outcome = run_command(agent, line)
                 self.commandFinished.emit(
@@ -167,6 +171,15 @@ class EngineWorker(QObject):
     def _relay(self, event: AgentEvent) -> None:
         # Runs on this worker thread, or on the background review's thread: signals are
         # thread-safe, and queued connections deliver them on the GUI thread.
+        from engine.agent import (
+            Notice,
+            ReplyFinished,
+            SessionStarted,
+            TokenReceived,
+            ToolFinished,
+            ToolStarted,
+        )
+
         if isinstance(event, TokenReceived):
             self.tokenReceived.emit(event.text)
         elif isinstance(event, ToolStarted):
@@ -211,6 +224,9 @@ class EngineWorker(QObject):
                 {"ok": False, "error": "internal", "message": "memory could not be opened"}
             )
             return
+        from engine.memory.entries import Target
+        from engine.memory.errors import MemoryToolError
+
         try:
             result = service.write(Target(target), operations, origin="foreground")
         except MemoryToolError as exc:
@@ -243,6 +259,9 @@ class EngineWorker(QObject):
         self.changed.emit(self._memory_state(["pending"]))
 
     def _skills(self) -> SkillManager:
+        from engine.config import load_config
+        from engine.skills.manage import SkillManager
+
         # The person at the window is the reviewer: staged skill writes are theirs to settle.
         return SkillManager(self.home, load_config(self.home), author="user")
 
@@ -250,6 +269,9 @@ class EngineWorker(QObject):
         service = self._need_memory()
         if service is None:
             return
+        from engine.memory.errors import MemoryToolError
+        from engine.skills import SkillError
+
         try:
             skills = self._skills()
             if any(record.id == pending_id for record in skills.pending()):
@@ -278,7 +300,13 @@ class EngineWorker(QObject):
             self.journeyLoaded.emit("memory could not be opened")
             return
         try:
-            loaded = journey_bundle(journey.load_journey(service, builder=self._journey))
+            # numpy and networkx come with these: loaded when the journey is first opened.
+            from app.models.journey_model import bundle
+            from engine.journey import JourneyBuilder, load_journey
+
+            if self._journey is None:
+                self._journey = JourneyBuilder()
+            loaded = bundle(load_journey(service, builder=self._journey))
         except Exception as exc:  # every request gets an answer: the view waits for one
             log.exception("journey failed to load")
             self.journeyLoaded.emit(f"the journey could not be built: {exc}")
@@ -287,11 +315,15 @@ class EngineWorker(QObject):
 
     @Slot(str, str)
     def edit_chunk(self, node_id: str, text: str) -> None:
-        self._journey_write(lambda service: journey.edit_chunk(service, node_id, text))
+        from engine.journey import edit_chunk
+
+        self._journey_write(lambda service: edit_chunk(service, node_id, text))
 
     @Slot(str)
     def delete_chunk(self, node_id: str) -> None:
-        self._journey_write(lambda service: journey.delete_chunk(service, node_id))
+        from engine.journey import delete_chunk
+
+        self._journey_write(lambda service: delete_chunk(service, node_id))
 
     def _journey_write(self, write: Any) -> None:
         service = self._need_memory()
@@ -300,6 +332,8 @@ class EngineWorker(QObject):
                 {"ok": False, "error": "internal", "message": "memory could not be opened"}
             )
             return
+        from engine.memory.errors import MemoryToolError
+
         try:
             result = write(service)
         except MemoryToolError as exc:
@@ -331,11 +365,15 @@ class EngineWorker(QObject):
 
     @Slot()
     def detect_servers(self) -> None:
+        from engine.providers.detect import detect_local_servers
+
         self.serversDetected.emit([s.model_dump() for s in detect_local_servers()])
 
     @Slot(object)
     def configure_model(self, patch: object) -> None:
         """Write ``model`` settings to config.yaml and start a session on the new model."""
+        from engine.config import update_config
+
         try:
             update_config(self.home, {"model": dict(patch)})  # type: ignore[call-overload]
         except Exception as exc:
@@ -369,6 +407,9 @@ class EngineWorker(QObject):
     def _need_memory(self) -> MemoryService | None:
         if self._memory is None:
             try:
+                from engine.config import load_config
+                from engine.memory.service import MemoryService
+
                 self._memory = MemoryService(self.home, load_config(self.home))
             except Exception as exc:
                 self.failed.emit(str(exc))
@@ -380,6 +421,11 @@ class EngineWorker(QObject):
         changes = ChangeSet(reasons=reasons)
         if service is None:
             return changes
+        from engine.config import load_config
+        from engine.memory.entries import Target
+        from engine.memory.errors import MemoryToolError
+        from engine.memory.service import usage_of
+
         # Another process (or the background review) may have changed the settings.
         try:
             service.config = load_config(self.home)

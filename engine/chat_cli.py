@@ -2,6 +2,9 @@
 
 The reply runs on a worker thread so Ctrl-C on the main thread can stop it mid-stream: the
 partial reply is kept in the transcript and the prompt comes back.
+
+The engine is imported inside the handlers: every ``cairn`` command, ``cairn gui`` included,
+loads this module to build its parser, and the agent's imports take about a second.
 """
 
 from __future__ import annotations
@@ -12,23 +15,12 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.agent import (
-    Agent,
-    AgentEvent,
-    Notice,
-    SessionStarted,
-    TokenReceived,
-    ToolFinished,
-    TurnResult,
-)
-from engine.commands import as_message, is_command, run_command
 from engine.config import load_config, update_config
-from engine.providers import make_provider
-from engine.providers.base import ProviderError
-from engine.providers.detect import detect_local_servers
-from engine.review import THREAD_NAME as REVIEW_THREAD
+
+if TYPE_CHECKING:
+    from engine.agent import Agent, AgentEvent, TurnResult
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -70,6 +62,8 @@ class _Printer:
         self.held: list[AgentEvent] = []
 
     def __call__(self, event: AgentEvent) -> None:
+        from engine.review import THREAD_NAME as REVIEW_THREAD
+
         if threading.current_thread().name == REVIEW_THREAD:
             # The review finishes whenever it finishes; printing then would cut into a
             # streaming reply or the prompt, so its notices wait for the next gap.
@@ -82,6 +76,8 @@ class _Printer:
             self._show(self.held.pop(0))
 
     def _show(self, event: AgentEvent) -> None:
+        from engine.agent import Notice, SessionStarted, TokenReceived, ToolFinished
+
         if isinstance(event, TokenReceived):
             self.out.write(event.text)
             self.out.flush()
@@ -114,6 +110,8 @@ class _Printer:
 
 def _send(agent: Agent, line: str) -> TurnResult:
     """Run one turn on a worker thread; Ctrl-C stops the reply, not the program."""
+    from engine.agent import TurnResult
+
     box: dict[str, TurnResult] = {}
     done = threading.Event()
 
@@ -135,6 +133,8 @@ def _send(agent: Agent, line: str) -> TurnResult:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from engine.agent import Agent
+
     home = args.home_path
     config = load_config(home)
     printer = _Printer(sys.stdout, sys.stderr, config.display.memory_notifications)
@@ -152,6 +152,8 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
+    from engine.commands import as_message, is_command, run_command
+
     if is_command(text):
         outcome = run_command(agent, text)
         if as_json:
@@ -183,6 +185,8 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
 
 
 def _repl(agent: Agent, printer: _Printer) -> int:
+    from engine.commands import as_message, is_command, run_command
+
     with contextlib.suppress(ImportError):  # ↑ recalls earlier prompts where available
         import readline  # noqa: F401
     model = agent.provider.name if agent.has_model else "no model configured (see /help)"
@@ -210,6 +214,8 @@ def _repl(agent: Agent, printer: _Printer) -> int:
 
 
 def _model_show(args: argparse.Namespace) -> int:
+    from engine.providers import ProviderError, make_provider
+
     config = load_config(args.home_path)
     model = config.model
     # Declared fields only: a shared config.yaml may hold an inline key under `model`.
@@ -255,6 +261,8 @@ def _model_set(args: argparse.Namespace) -> int:
 
 
 def _model_detect(args: argparse.Namespace) -> int:
+    from engine.providers.detect import detect_local_servers
+
     found = detect_local_servers()
     if args.json:
         print(json.dumps([s.model_dump() for s in found], ensure_ascii=False))

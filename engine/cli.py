@@ -1,4 +1,9 @@
-"""``cairn``: the command line. Subcommands share ``--home``, ``--profile`` and ``--json``."""
+"""``cairn``: the command line. Subcommands share ``--home``, ``--profile`` and ``--json``.
+
+``cairn`` and ``cairn gui`` skip building the full parser: the subcommands' modules import
+most of the engine (about a second), which the window loads on its worker thread instead,
+after it is on screen.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from engine import __version__, chat_cli, cron_cli, journey_cli, profiles_cli
-from engine.config import ConfigError, load_config
+from engine import __version__
 from engine.home import HomeError, resolve_home
-from engine.memory import cli as memory_cli
-from engine.memory.errors import MemoryToolError
-from engine.memory.service import MemoryService
-from engine.migrate import cli as migrate_cli
-from engine.sessions import cli as sessions_cli
-from engine.skills import cli as skills_cli
 
 
 def _common() -> argparse.ArgumentParser:
@@ -31,6 +30,12 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from engine import chat_cli, cron_cli, journey_cli, profiles_cli
+    from engine.memory import cli as memory_cli
+    from engine.migrate import cli as migrate_cli
+    from engine.sessions import cli as sessions_cli
+    from engine.skills import cli as skills_cli
+
     common = _common()
     parser = argparse.ArgumentParser(
         prog="cairn",
@@ -59,7 +64,47 @@ def _gui(args: argparse.Namespace) -> int:
     return run(args.home_path)
 
 
+def _gui_only(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The options when the command line asks for nothing but the window (no command, or
+    ``gui``); None for anything else, help and errors included, which the full parser
+    handles."""
+    parser = argparse.ArgumentParser(add_help=False, parents=[_common()], exit_on_error=False)
+    try:
+        args, rest = parser.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return None
+    return args if rest in ([], ["gui"]) else None
+
+
+def _fail(payload: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(f"cairn: {payload['message']}", file=sys.stderr)
+    return 1
+
+
+def _open_window(args: argparse.Namespace) -> int:
+    try:
+        args.home_path = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
+        return _gui(args)
+    except HomeError as exc:
+        payload = {"ok": False, "error": "config", "message": str(exc)}
+        return _fail(payload, bool(getattr(args, "json", False)))
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    window = _gui_only(argv)
+    if window is not None:
+        return _open_window(window)
+
+    from engine.config import ConfigError, load_config
+    from engine.memory.errors import MemoryToolError
+    from engine.memory.service import MemoryService
+
     parser = build_parser()
     args = parser.parse_args(argv)
     for name, default in (("home", None), ("profile", None), ("json", False)):
@@ -77,11 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload = exc.to_dict()
         else:
             payload = {"ok": False, "error": "config", "message": str(exc)}
-        if args.json:
-            print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
-        else:
-            print(f"cairn: {payload['message']}", file=sys.stderr)
-        return 1
+        return _fail(payload, args.json)
     except KeyboardInterrupt:
         return 130
 

@@ -139,3 +139,43 @@ def model_home(home: Home, scripted: ScriptedServer) -> Home:
         },
     )
     return home
+
+
+@pytest.fixture(autouse=True)
+def _no_qthread_left_running(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail a test that leaves a QThread it started still running.
+
+    Such a thread races the tests after it, and Qt aborts the interpreter if its QThread object
+    is destroyed while it runs. Every ``QThread.start`` during the test is noted (a weak
+    reference: noting must not keep an object alive); at teardown, after the test's other
+    fixtures (qtbot closing its widgets among them), none of those may still be running.
+    Tests that never loaded Qt skip this.
+    """
+    if "PySide6.QtCore" not in sys.modules:
+        yield
+        return
+    import weakref
+
+    import shiboken6
+    from PySide6.QtCore import QThread
+
+    started: list[weakref.ref[QThread]] = []
+    original = QThread.start
+
+    def start(self: QThread, *args: object) -> None:
+        started.append(weakref.ref(self))
+        original(self, *args)
+
+    monkeypatch.setattr(QThread, "start", start)
+    yield
+    running = [
+        thread
+        for ref in started
+        if (thread := ref()) is not None and shiboken6.isValid(thread) and thread.isRunning()
+    ]
+    if running:
+        names = ", ".join(t.objectName() or type(t).__name__ for t in running)
+        for thread in running:  # so the tests after this one start clean
+            thread.quit()
+            thread.wait(5_000)
+        pytest.fail(f"QThread left running after the test: {names}")

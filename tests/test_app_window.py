@@ -3,6 +3,9 @@ OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -14,6 +17,7 @@ from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.service import MemoryService
 from engine.sessions.store import SessionStore
+from tests.conftest import REPO, run_cairn
 from tests.scripted_server import ScriptedServer, reply, tool_calls
 
 
@@ -159,4 +163,45 @@ def test_a_staged_skill_write_is_reviewed_in_the_pending_dialog(qtbot: QtBot, ho
     qtbot.waitUntil(skill.exists, timeout=5_000)
     qtbot.waitUntil(lambda: window.pending.model.rowCount() == 0, timeout=5_000)
     assert any("Approved" in text for text in window.pending.outcome_texts())
+    window.close()
+
+
+def test_the_window_opens_before_the_engine_loads() -> None:
+    # What `cairn gui` imports before its window exists; the engine (the database layer,
+    # pydantic, the model SDK) and the journey's numpy and networkx load later, off the GUI
+    # thread or on first use. Each of them would add tenths of a second to every start.
+    code = (
+        "import sys\n"
+        "import engine.cli, app.main_window\n"
+        "heavy = ('engine.agent', 'engine.memory.service', 'sqlalchemy', 'pydantic', 'openai',\n"
+        "         'numpy', 'networkx', 'engine.migrate', 'engine.cron')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_a_bad_profile_for_the_window_is_a_clear_error() -> None:
+    for args in (["--profile", "../x"], ["gui", "--profile", "../x"]):
+        proc = run_cairn(*args)
+        assert proc.returncode == 1
+        assert "invalid profile name" in proc.stderr
+    proc = run_cairn("gui", "--json", "--profile", "../x")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"] == "config"
+
+
+def test_the_journey_view_is_made_when_its_dock_first_opens(
+    qtbot: QtBot, service: MemoryService, home: Home
+) -> None:
+    service.write(Target.MEMORY, [{"action": "add", "content": "Deploys go through CI"}])
+    window = open_window(qtbot, home)
+    assert window._journey is None and window.journey_dock.widget() is None
+    window.journey_dock.toggleViewAction().trigger()  # Ctrl+3
+    assert window._journey is not None and window.journey_dock.widget() is window._journey
+    # Made after the first state arrived, it still loads the journey of the files on disk.
+    qtbot.waitUntil(lambda: window.journey.bundle is not None, timeout=10_000)
+    assert window.journey.bundle is not None
+    assert [c.text for c in window.journey.bundle.journey.chunks] == ["Deploys go through CI"]
     window.close()

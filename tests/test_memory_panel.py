@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PySide6.QtCore import QMetaObject, QObject, Qt, QThread, Signal
+from PySide6.QtCore import QMetaObject, QObject, QRect, Qt, QThread, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QAbstractItemModelTester
-from PySide6.QtWidgets import QListView, QMessageBox
+from PySide6.QtWidgets import QListView, QMessageBox, QStyledItemDelegate, QStyleOptionViewItem
 from pytestqt.qtbot import QtBot
 
 from app.models.memory_model import MemoryEntryModel
+from app.theme import palette_for
 from app.views.memory_panel import (
     ADDED,
     ADDED_BG,
@@ -27,10 +28,11 @@ from app.views.memory_panel import (
     EntryEditor,
     MemoryPanel,
     MemoryTargetBox,
+    SnapshotBanner,
 )
 from app.worker import EngineWorker
 from engine.home import Home
-from engine.memory.entries import parse, percent, usage
+from engine.memory.entries import Target, parse, percent, usage
 
 MULTILINE = "Deploys go through CI.\nNever push to main directly."
 
@@ -496,3 +498,52 @@ def test_over_the_limit_is_refused_by_the_engine(qtbot: QtBot, home: Home) -> No
         assert box.result.text().startswith("Refused:")
         assert not (home.memories_dir / "USER.md").exists()
         editor.reject()
+
+
+def test_no_entry_is_cut_short_at_any_width(qtbot: QtBot) -> None:
+    # Each row must be as tall as its text needs at the width the row is painted with (the
+    # viewport less the list's spacing); one line too few and Qt paints the entry with "…".
+    # Before the fix, a one-line entry just narrower than the viewport got one line.
+    box = MemoryTargetBox(Target.USER)
+    qtbot.addWidget(box)
+    items = [
+        "Name: Ada Lovelace; works in UTC+1, meetings after 10:00, no meetings on Fridays",
+        "Uses Neovim with LazyVim; terminal is Ghostty",
+        "Prefers short commit messages in English that state the why",
+        "Reviews PRs in the morning",
+    ]
+    box.show_state(state(items, limit=1375))
+    box.show()
+    qtbot.waitExposed(box)
+    view = box.entries
+    measure = QStyledItemDelegate()
+    short = []
+    for width in range(220, 420, 2):
+        box.resize(width, 400)
+        view.doItemsLayout()
+        painted = view.viewport().width() - 2 * view.spacing()
+        for row in range(box.model.rowCount()):
+            index = box.model.index(row, 0)
+            option = QStyleOptionViewItem()
+            view.initViewItemOption(option)
+            option.rect = QRect(0, 0, painted, 100)
+            needed = measure.sizeHint(option, index).height()
+            if view.visualRect(index).height() < needed:
+                short.append((width, row))
+    assert short == []
+
+
+def test_the_snapshot_banner_follows_the_scheme(qapp: Any, panel: MemoryPanel) -> None:
+    # The banner is styled by a style sheet, which keeps a new application palette from
+    # reaching it inside a window; a pale banner would glare on a dark window.
+    panel.apply_changes(changes(snapshot={"changes": 2, "diff": {}}))
+    assert panel.banner.isVisible()
+    try:
+        qapp.setPalette(palette_for(True))
+        qapp.processEvents()
+        assert SnapshotBanner.DARK[0] in panel.banner.styleSheet()
+        qapp.setPalette(palette_for(False))
+        qapp.processEvents()
+        assert SnapshotBanner.LIGHT[0] in panel.banner.styleSheet()
+    finally:
+        qapp.setPalette(qapp.style().standardPalette())

@@ -3,14 +3,17 @@ results, and the model behind it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QStyleOptionViewItem
+from PySide6.QtGui import QIcon, QPalette
+from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 from pytestqt.qtbot import QtBot
 
-from app.models.session_model import Role, SessionModel, arrange
+from app.models.session_model import Role, SessionModel, arrange, short_date
+from app.theme import palette_for
 from app.views.session_list import SEARCH_DELAY_MS, SessionList
 
 DAY = 86_400.0
@@ -183,3 +186,49 @@ def test_select_highlights_without_activating(sessions: SessionList) -> None:
     sessions.select("tip")
     assert sessions.list.currentIndex().data(Role.SESSION_ID) == "tip"
     assert activated == []
+
+
+def test_dates_are_short_and_the_tooltip_has_the_full_one(sessions: SessionList) -> None:
+    now = datetime(2026, 11, 30, 18, 0)
+    at = lambda *parts: datetime(*parts).timestamp()  # noqa: E731
+    assert short_date(at(2026, 11, 30, 9, 5), now) == "09:05"
+    assert short_date(at(2026, 11, 29, 23, 59), now) == "29 Nov"
+    assert short_date(at(2026, 1, 3, 8, 0), now) == "3 Jan"
+    assert short_date(at(2025, 12, 31, 8, 0), now) == "2025-12-31"
+    assert short_date(None, now) == ""
+    sessions.show_recent(browse()["sessions"])
+    index = sessions.model.index(0)
+    started = index.data(Role.STARTED_AT)
+    assert index.data(Role.DATE) == short_date(started)
+    assert datetime.fromtimestamp(started).strftime("%Y-%m-%d %H:%M") in index.data(
+        Qt.ItemDataRole.ToolTipRole
+    )
+
+
+def icon_color(icon: QIcon) -> str:
+    image = icon.pixmap(16, 16).toImage()
+    opaque = [
+        image.pixelColor(x, y)
+        for x in range(image.width())
+        for y in range(image.height())
+        if image.pixelColor(x, y).alpha() == 255
+    ]
+    assert opaque, "the icon draws nothing"
+    return opaque[0].name()
+
+
+def test_icons_are_redrawn_when_the_scheme_changes(qapp: QApplication) -> None:
+    widget = SessionList()
+    try:
+        widget.show()
+        for dark in (True, False):
+            qapp.setPalette(palette_for(dark))
+            qapp.processEvents()  # the new palette reaches the widgets
+            text = widget.palette().color(QPalette.ColorRole.ButtonText).name()
+            assert (text == "#000000") is not dark
+            assert icon_color(widget.new_button.icon()) == text
+            assert icon_color(widget.search_icon.icon()) == text
+    finally:
+        qapp.setPalette(qapp.style().standardPalette())
+        widget.close()
+        widget.deleteLater()

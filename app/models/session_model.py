@@ -49,6 +49,23 @@ def format_date(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def short_date(timestamp: float | None, now: datetime | None = None) -> str:
+    """The list's date: the time for today, day and month this year, else the date. Short, so
+    the title keeps the width of a narrow dock; the tooltip has the full date and time."""
+    if timestamp is None:
+        return ""
+    when = datetime.fromtimestamp(timestamp)
+    now = now or datetime.now()
+    if when.date() == now.date():
+        return when.strftime("%H:%M")
+    if when.year == now.year:
+        return f"{when.day} {_MONTHS[when.month - 1]}"
+    return when.strftime("%Y-%m-%d")
+
+
 def title_of(card: dict[str, Any]) -> str:
     return str(card.get("title") or "").strip() or UNTITLED
 
@@ -112,7 +129,7 @@ class SessionModel(QAbstractListModel):
             Role.SESSION_ID: lambda: card["session_id"],
             Role.TITLE: lambda: title_of(card),
             Role.STARTED_AT: lambda: card.get("started_at"),
-            Role.DATE: lambda: format_date(card.get("started_at")),
+            Role.DATE: lambda: short_date(card.get("started_at")),
             Role.PARENT_ID: lambda: card.get("parent_session_id"),
             Role.ROOT_ID: lambda: card.get("root_session_id"),
             Role.DEPTH: lambda: depth,

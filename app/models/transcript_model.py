@@ -25,10 +25,6 @@ from PySide6.QtCore import (
     Qt,
 )
 
-from engine.compression import is_summary_message
-from engine.memory import tool as memory_tool
-from engine.sessions import tool as sessions_tool
-
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -113,6 +109,11 @@ class ChatItem:
 
 def summarize_tool(name: str, arguments: str, result: Any) -> str:
     """The one-line summary the engine's tool would give, for calls read back from history."""
+    # Imported when a stored session is shown, long after the worker has loaded them: they
+    # bring the database layer, which the window does not wait for at start.
+    from engine.memory import tool as memory_tool
+    from engine.sessions import tool as sessions_tool
+
     summarizers: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
         "memory": memory_tool.summarize,
         "session_search": sessions_tool.summarize,
@@ -344,6 +345,8 @@ class TranscriptModel(QAbstractListModel):
 
 
 def _add_messages(items: list[ChatItem], messages: list[dict[str, Any]]) -> None:
+    from engine.compression import is_summary_message
+
     for message in messages:
         role = message.get("role")
         content = str(message.get("content") or "")

@@ -14,7 +14,17 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
-from PySide6.QtCore import QItemSelection, Qt, Signal, Slot
+from PySide6.QtCore import (
+    QEvent,
+    QItemSelection,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -26,6 +36,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QDialog,
     QDialogButtonBox,
     QFrame,
@@ -38,6 +49,8 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -46,7 +59,6 @@ from PySide6.QtWidgets import (
 from app.models.memory_model import MemoryEntryModel
 from app.models.pending_model import is_settle_result
 from engine.memory.entries import CONSOLIDATE_AT, DELIMITER, Target
-from engine.memory.operations import preview
 
 ADDED = QColor("#1b7f3b")
 ADDED_BG = QColor("#e6f4ea")
@@ -168,13 +180,14 @@ class SnapshotBanner(QFrame):
 
     diffRequested = Signal()
 
+    # (background, border, text) on a light and on a dark palette.
+    LIGHT = ("#fff4ce", "#e0c56e", "#5c4400")
+    DARK = ("#3d3113", "#7a6221", "#f3dc94")
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("snapshotBanner")
-        self.setStyleSheet(
-            "QFrame#snapshotBanner { background: #fff4ce; border: 1px solid #e0c56e;"
-            " border-radius: 4px; } QFrame#snapshotBanner QLabel { color: #5c4400; }"
-        )
+        self.restyle()
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.diff_button = QPushButton("Show diff")
@@ -185,6 +198,26 @@ class SnapshotBanner(QFrame):
         layout.addWidget(self.diff_button)
         self.count = 0
         self.hide()
+
+    def restyle(self) -> None:
+        palette = QApplication.palette()
+        dark = (
+            palette.color(QPalette.ColorRole.WindowText).lightness()
+            > palette.color(QPalette.ColorRole.Window).lightness()
+        )
+        background, border, text = self.DARK if dark else self.LIGHT
+        sheet = (
+            f"QFrame#snapshotBanner {{ background: {background}; border: 1px solid {border};"
+            f" border-radius: 4px; }} QFrame#snapshotBanner QLabel {{ color: {text}; }}"
+        )
+        # Only when it differs: setting a style sheet can itself send a palette change.
+        if sheet != self.styleSheet():
+            self.setStyleSheet(sheet)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.restyle()  # the scheme changed: a pale banner on a dark window glares
 
     def show_count(self, count: int) -> None:
         self.count = count
@@ -197,6 +230,28 @@ class SnapshotBanner(QFrame):
             )
         self.label.setText(text)
         self.setVisible(count > 0)
+
+
+class EntryDelegate(QStyledItemDelegate):
+    """Measures an entry at the width its row is painted with.
+
+    QListView sometimes asks for a row's size at the viewport's full width but paints the row
+    inside its spacing; an entry that just fits the former then gets one line too few and is
+    painted cut short with "…".
+    """
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        view = self.parent()
+        if not isinstance(view, QListView) or option.rect.width() <= 0:
+            return super().sizeHint(option, index)
+        painted = view.viewport().width() - 2 * view.spacing()
+        narrowed = QStyleOptionViewItem(option)
+        rect = QRect(option.rect)
+        rect.setWidth(min(rect.width(), painted))
+        narrowed.rect = rect
+        return super().sizeHint(narrowed, index)
 
 
 class EntryListView(QListView):
@@ -212,6 +267,7 @@ class EntryListView(QListView):
         self.setAlternatingRowColors(True)
         self.setUniformItemSizes(False)
         self.setSpacing(2)
+        self.setItemDelegate(EntryDelegate(self))
         self.setResizeMode(QListView.ResizeMode.Adjust)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -469,6 +525,9 @@ class MemoryTargetBox(QGroupBox):
         entry = self.model.entry(self.selected_row())
         if entry is None or not self.delete_button.isEnabled():
             return
+        # Loaded with pydantic, which the window does not wait for at start.
+        from engine.memory.operations import preview
+
         self.confirm = QMessageBox(
             QMessageBox.Icon.Question,
             "Delete entry",
@@ -560,9 +619,20 @@ class MemoryPanel(QWidget):
             box.editSubmitted.connect(lambda ops, editor, box=box: self._submit(box, ops, editor))
             box.entrySelected.connect(lambda row, key=key: self._relay_selection(key, row))
             splitter.addWidget(box)
+        # Room in proportion to the files' caps (2,200 and 1,375 chars by default): MEMORY
+        # holds more entries, and an even split left it scrolling beside an empty USER list.
+        splitter.setStretchFactor(0, 8)
+        splitter.setStretchFactor(1, 5)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        # The banner's style sheet keeps it from hearing of a new application palette once it
+        # sits inside a window (measured: no event reaches it), so it is told from here.
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.banner.restyle()
 
     def _relay_selection(self, target: str, row: int) -> None:
         if not self._syncing:

@@ -32,7 +32,6 @@ from app.models.pending_model import ORIGINS, PendingModel, file_of, is_settle_r
 from app.views.memory_panel import ADDED, REMOVED, DiffLine, DiffView, entry_diff, usage_text
 from engine.memory.entries import Target, percent, usage
 from engine.memory.errors import MemoryToolError
-from engine.memory.operations import apply_to_entries, check_budget, parse_operations
 
 
 def pending_count(changes: Any) -> int | None:
@@ -56,6 +55,9 @@ def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[st
         return filename, [("!", "Current memory has not been loaded yet.")]
     if state.get("error"):
         return filename, [("!", f"{filename} cannot be read: {state['error']}")]
+    # pydantic comes with these; the worker has loaded them by the time a write is staged.
+    from engine.memory.operations import apply_to_entries, check_budget, parse_operations
+
     before: list[str] = list(state.get("items") or [])
     limit = int(state.get("limit") or 0)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import (
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     QRect,
@@ -19,7 +20,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QFont, QFontMetrics, QKeyEvent, QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QIcon, QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -165,16 +166,12 @@ class SessionList(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = SessionModel(self)
-        text_color = self.palette().color(QPalette.ColorRole.ButtonText)
 
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search sessions")
         self.search.setClearButtonEnabled(True)
-        self.search.addAction(
-            themed_icon("search", text_color), QLineEdit.ActionPosition.LeadingPosition
-        )
+        self.search_icon = self.search.addAction(QIcon(), QLineEdit.ActionPosition.LeadingPosition)
         self.new_button = QToolButton()
-        self.new_button.setIcon(themed_icon("new", text_color))
         self.new_button.setToolTip("New session")
         self.new_button.setAccessibleName("New session")
         self.new_button.clicked.connect(self.newSessionRequested)
@@ -212,6 +209,17 @@ class SessionList(QWidget):
         layout.addWidget(self.empty)
         self.model.modelReset.connect(self._update_empty)
         self._update_empty()
+        self._draw_icons()
+
+    def _draw_icons(self) -> None:
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.search_icon.setIcon(themed_icon("search", color))
+        self.new_button.setIcon(themed_icon("new", color))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._draw_icons()  # drawn in the text colour, which the scheme just changed
 
     @property
     def query(self) -> str:
