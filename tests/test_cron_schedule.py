@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.cron import CronExpression, Interval, ScheduleError, parse_schedule
@@ -183,7 +183,8 @@ def _brute_next(expression: str, after: datetime) -> datetime | None:
     hours = _brute_values(hour, 0, 23)
     days = _brute_values(dom, 1, 31)
     months = _brute_values(month, 1, 12)
-    weekdays = {d % 7 for d in _brute_values(dow, 0, 6)}
+    # Day of week runs 0-7 (7 is Sunday again), so an open step like "1/1" reaches Sunday.
+    weekdays = {d % 7 for d in _brute_values(dow, 0, 7)}
     either = not dom.startswith("*") and not dow.startswith("*")
     moment = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
     end = after + timedelta(days=800)
@@ -218,6 +219,7 @@ expressions = st.tuples(
 
 @pytest.mark.usefixtures("zone")
 @settings(max_examples=150, deadline=None)
+@example(expression="* * * * 1/1", after=datetime(2024, 9, 1, 0, 0))
 @given(
     expression=expressions,
     after=st.datetimes(min_value=datetime(2024, 1, 1), max_value=datetime(2030, 12, 31)),
