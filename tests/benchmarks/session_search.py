@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import os
 import platform
 import random
@@ -393,6 +394,9 @@ class Recorder:
         original = getattr(owner, name, None)
         if original is None:
             return
+        # A static method read from its class is a plain function; put back as one, it would
+        # be bound to the instance and get one argument too many.
+        descriptor = inspect.getattr_static(owner, name)
         recorder = self
 
         @functools.wraps(original)
@@ -403,8 +407,8 @@ class Recorder:
             finally:
                 recorder.steps[step] += (time.perf_counter() - start) * 1000
 
-        setattr(owner, name, timed)
-        self._undo.append(lambda: setattr(owner, name, original))
+        setattr(owner, name, staticmethod(timed) if isinstance(descriptor, staticmethod) else timed)
+        self._undo.append(lambda: setattr(owner, name, descriptor))
 
     def wrap_hits(self, owner: Any) -> None:
         original = owner.hits
@@ -433,6 +437,7 @@ def profile(tool: SessionSearch, queries: list[Q], timings: list[tuple[float, Q,
     recorder = Recorder()
     recorder.wrap(backend, "_doc_count", "estimate: vocab look-ups")
     recorder.wrap(backend, "max_id", "max(id)")
+    recorder.wrap(backend, "_newest", "newest budgeted matches")
     recorder.wrap_hits(backend)
     recorder.wrap(backend, "snippet", "snippets")
     recorder.wrap(search.SessionSearch, "_card", "cards (context, bookends)")
