@@ -986,59 +986,42 @@ class _Layers:
         out: list[ItemChange] = []
         for fact_id, row in rows.items():
             old = self.facts.get(fact_id)
-            subject = str(fact_id)
             if old is not None and old.created_at != row.created_at:
                 # The id was given to a new fact after the old one was removed.
                 out.append(_fact_removed(old, now))
                 old = None
             if old is None:
                 updated = row.updated_at > row.created_at
-                out.append(
-                    ItemChange(
-                        at=row.created_at,
-                        layer="fact",
-                        subject=subject,
-                        action="add",
-                        text=row.content,
-                        summary=f"fact #{fact_id}: {_line(row.content)}",
-                        after=row.content,
-                        origin="tool",
-                        note=FACT_TEXT_NOTE if updated else None,
-                    )
-                )
+                note = FACT_TEXT_NOTE if updated else None
+                out.append(_fact_change(row, "add", row.created_at, note=note))
                 if updated:
-                    out.append(
-                        ItemChange(
-                            at=row.updated_at,
-                            layer="fact",
-                            subject=subject,
-                            action="update",
-                            text=row.content,
-                            summary=f"fact #{fact_id} updated: {_line(row.content)}",
-                            after=row.content,
-                            origin="tool",
-                            note=FACT_TEXT_NOTE,
-                        )
-                    )
+                    out.append(_fact_change(row, "update", row.updated_at, note=FACT_TEXT_NOTE))
             elif row.updated_at != old.updated_at:
-                out.append(
-                    ItemChange(
-                        at=row.updated_at,
-                        layer="fact",
-                        subject=subject,
-                        action="update",
-                        text=row.content,
-                        summary=f"fact #{fact_id} updated: {_line(row.content)}",
-                        before=old.content if old.content != row.content else None,
-                        after=row.content,
-                        origin="tool",
-                    )
-                )
+                before = old.content if old.content != row.content else None
+                out.append(_fact_change(row, "update", row.updated_at, before=before))
         out += [
             _fact_removed(old, now) for fact_id, old in self.facts.items() if fact_id not in rows
         ]
         self.facts = rows
         return out
+
+
+def _fact_change(
+    row: FactRow, action: str, at: float, *, before: str | None = None, note: str | None = None
+) -> ItemChange:
+    label = f"fact #{row.id}" if action == "add" else f"fact #{row.id} updated"
+    return ItemChange(
+        at=at,
+        layer="fact",
+        subject=str(row.id),
+        action=action,
+        text=row.content,
+        summary=f"{label}: {_line(row.content)}",
+        before=before,
+        after=row.content,
+        origin="tool",
+        note=note,
+    )
 
 
 def _fact_removed(old: FactRow, now: float) -> ItemChange:
