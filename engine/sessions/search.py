@@ -74,6 +74,21 @@ _FROM_SQL = text(
     f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id >= :at ORDER BY id LIMIT :n"
 )
 
+# A result card's messages in one round trip: the window before the match (0), the match and
+# the window after it (1), the session's first (2) and last (3) messages.
+_CARD_PART = "SELECT {part} AS part, p.* FROM (SELECT " + _COLUMNS + " FROM messages "
+_CARD_SQL = text(
+    " UNION ALL ".join(
+        _CARD_PART.format(part=part) + f"WHERE session_id = :sid{where} LIMIT :{n}) AS p"
+        for part, where, n in (
+            (0, " AND id < :at ORDER BY id DESC", "w"),
+            (1, " AND id >= :at ORDER BY id", "w1"),
+            (2, " ORDER BY id", "b"),
+            (3, " ORDER BY id DESC", "b"),
+        )
+    )
+)
+
 
 def _msg(row: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
@@ -213,13 +228,17 @@ class SessionSearch:
     @staticmethod
     def _card(conn: Connection, hit: Hit, query: Query, form: Form, window: int) -> dict[str, Any]:
         sid = hit.session_id
-        context = _before(conn, sid, hit.message_id, window) + _from(
-            conn, sid, hit.message_id, window + 1
-        )
+        parts: dict[int, list[Any]] = {0: [], 1: [], 2: [], 3: []}
+        params = {"sid": sid, "at": hit.message_id, "w": window, "w1": window + 1, "b": BOOKEND}
+        for row in conn.execute(_CARD_SQL, params):
+            parts[row.part].append(row)
+        # Each part in id order: a UNION ALL promises no order of its own.
+        before, after, first, last = (sorted(parts[i], key=lambda m: m.id) for i in range(4))
+        context = before + after
         shown = {m.id for m in context}
-        head = [m for m in _from(conn, sid, 0, BOOKEND) if m.id not in shown]
+        head = [m for m in first if m.id not in shown]
         shown |= {m.id for m in head}
-        tail = [m for m in _before(conn, sid, 2**62, BOOKEND) if m.id not in shown]
+        tail = [m for m in last if m.id not in shown]
         matched = next(m for m in context if m.id == hit.message_id)
         return {
             **_session(conn, sid),
