@@ -23,7 +23,7 @@ APP_MARKER = "cairn"
 BUSY_TIMEOUT_MS = 5000
 # The newest Alembic revision in engine/migrations/versions; a test keeps the two in step, so
 # an up-to-date database is recognised without importing Alembic (≈0.4 s) on every start.
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0005"
 
 
 class Base(DeclarativeBase):
@@ -76,9 +76,17 @@ def database_path(home: Home) -> Path:
     return home.own_db
 
 
+def register_functions(dbapi_conn: sqlite3.Connection) -> None:
+    """The SQL functions Cairn's schema calls (the word-pair index's triggers and view)."""
+    from engine.sessions.pairs import FUNCTION, pair_text
+
+    dbapi_conn.create_function(FUNCTION, 3, pair_text, deterministic=True)
+
+
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
     # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
     dbapi_conn.isolation_level = None
+    register_functions(dbapi_conn)
     cursor = dbapi_conn.cursor()
     # busy_timeout first: switching to WAL itself needs the lock another process may hold.
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

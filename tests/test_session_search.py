@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 
 from engine.sessions.search import SearchError, SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
@@ -116,6 +117,40 @@ def test_filters_role_source_dates_and_order(store: SessionStore, search: Sessio
     assert ids(order="oldest") == [old.id, new.id]
     with pytest.raises(SearchError, match="not a date"):
         ids(since="last tuesday")
+
+
+def test_date_bounds_hold_whatever_order_messages_were_written_in(
+    store: SessionStore, search: SessionSearch
+) -> None:
+    """A history imported late (old dates, new ids) and a message whose date is edited later
+    are still inside the id ranges that date bounds are turned into on SQLite."""
+    day = 86_400.0
+    recent = store.create_session(started_at=2_000_000_000.0)
+    store.append(
+        recent.id,
+        [NewMessage(role="user", content=f"ledger entry {i}", timestamp=2e9 + i) for i in range(5)],
+    )
+    imported = store.create_session(started_at=1_000_000_000.0)
+    store.append(
+        imported.id,
+        [NewMessage(role="user", content="ledger entry old", timestamp=1e9 + day)],
+    )
+    edited = store.create_session(started_at=2_000_000_100.0)
+    store.append(edited.id, [NewMessage(role="user", content="ledger note", timestamp=2e9 + 99)])
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE messages SET timestamp = :t WHERE session_id = :sid"),
+            {"t": 1e9, "sid": edited.id},
+        )
+
+    def ids(**kw: object) -> set[str]:
+        found = search("discover", query="ledger", limit=10, **kw)["results"]
+        return {r["session_id"] for r in found}
+
+    assert ids(until=1e9 + 2 * day) == {imported.id, edited.id}
+    assert ids(since=2e9) == {recent.id}
+    assert ids(since=1e9 + 0.5 * day, until=1e9 + 2 * day) == {imported.id}
+    assert ids(since=3e9) == set()
 
 
 def test_scroll_read_browse(store: SessionStore, search: SessionSearch) -> None:

@@ -42,7 +42,8 @@ def _snapshot(path: Path) -> tuple[bytes, int, set[str]]:
 def test_healthy_database_checks_ok(home: Home) -> None:
     report = maintenance.check(_filled(home, 3))
     assert report.ok and report.integrity == ["ok"] and report.counters_wrong == 0
-    assert report.fts == {"messages_fts": "ok", "messages_trigram": "ok", "messages_cjk": "ok"}
+    assert report.fts == dict.fromkeys([*maintenance.FTS_TABLES, "messages_time_blocks"], "ok")
+    assert set(maintenance.FTS_TABLES) >= {"messages_fts", "messages_trigram", "messages_pairs"}
     assert "the index" not in maintenance.describe_check(report)
 
 
@@ -64,7 +65,7 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
     assert "cairn sessions reindex" in maintenance.describe_check(report)
     steps: list[tuple[int, int]] = []
     done = maintenance.reindex(store, progress=lambda *a: steps.append(a))
-    assert steps == [(1, 4), (2, 4), (3, 4), (4, 4)] and done.messages == 6
+    assert steps == [(i, 6) for i in range(1, 7)] and done.messages == 6
     assert maintenance.check(store).ok
     assert _found(store, "question 1 about")[0] == "s001"
 
@@ -83,6 +84,28 @@ def test_messages_written_without_triggers_are_indexed_by_reindex(home: Home) ->
     assert _found(store, "quokka") == ["s000"]
     info = store.get_session("s000")
     assert info is not None and info.message_count == 3
+
+
+def test_time_blocks_out_of_step_are_found_and_refilled(home: Home) -> None:
+    """A message written behind the blocks' trigger would sit outside every id range a date
+    bound becomes: the check says so and reindex refills the blocks."""
+    store = _filled(home, 2)
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TRIGGER messages_time_blocks_ai"))
+        conn.execute(
+            text(
+                "INSERT INTO messages(id, session_id, role, content, timestamp) "
+                "VALUES (5000, 's000', 'user', 'the wombat census', 5.0)"
+            )
+        )
+    search = SessionSearch(store)
+    assert search("discover", query="wombat", until=10.0)["results"] == []
+    report = maintenance.check(store)
+    assert "outside" in report.fts["messages_time_blocks"] and not report.ok
+    maintenance.reindex(store)
+    assert maintenance.check(store).fts["messages_time_blocks"] == "ok"
+    found = search("discover", query="wombat", until=10.0)["results"]
+    assert [r["session_id"] for r in found] == ["s000"]
 
 
 def _real_database(home: Home) -> Path:

@@ -49,7 +49,7 @@ class PostgresFullText:
             # query, and stop the substring form from finding it inside longer ones.
             return None
         if form == "phrase":
-            if query.as_phrase() is None:
+            if query.phrase_term() is None:
                 return None
             params["phrase"] = " ".join(t.raw for t in query.terms)
             tsq = f"phraseto_tsquery('{CONFIG}', :phrase)"

@@ -1,42 +1,132 @@
 """Full-text search on SQLite FTS5, with a bounded cost per query.
 
-Ranking every match by BM25 costs time in proportion to the number of matches: a common word
-in a million messages means hundreds of thousands of scores. So relevance is ranked over the
-newest ``RANK_BUDGET`` matches only, found exactly by walking the index in id order (which
-stops after the budget), and over a smaller budget when filters make every candidate cost a
-join. Rare terms therefore rank over the whole history; common ones over recent history, where
-"the docker thing" most likely means the recent one. When the matches are few, they are all
-returned without a second pass through the index.
+Ranking every match costs time in proportion to the number of matches: a common word in a
+million messages means hundreds of thousands of them. So a query reads each term's newest
+``RANK_BUDGET`` matches straight off an index in id order (a walk that stops after the budget,
+or after a smaller one when filters make every match cost a join) and ranks those. Rare terms
+therefore rank over the whole history, common ones over recent history, where "the docker
+thing" most likely means the recent one. When the matches of a precise form are few, they are
+all returned, newest first, without ranking.
 
-Substrings go to the trigram index (three characters or more) and, for CJK words of one or two
-characters, to the gram index ``messages_cjk`` (migration 0003); a query with both needs a
-message in the matches of each.
+Which index is walked depends on the term: single words go to the word index, phrases (quoted
+text, identifiers such as ``snake_case`` or ``v2.14.3``, the whole query tried as a phrase) to
+the word-pair index ``messages_pairs`` (see pairs.py), substrings to the trigram index (three
+characters or more) and, for CJK words of one or two characters, to the gram index
+``messages_cjk``. A query that needs two indexes walks one and asks the other about each
+message it finds.
+
+The ranking is BM25 computed here rather than by FTS5's bm25(): bm25() weighs each phrase by
+counting its matches over the whole table on every query (half a million index entries for a
+word in half the messages: 12 ms at 10^6 messages, however few rows are ranked). The walks
+already hold what the weights need: how common a term is (exactly, when its walk reached the
+oldest match; else from the density of its matches among the ids it covered), which candidates
+hold which term, and each candidate's length in tokens. A term counts once per message: chat
+messages are short, and length normalisation still puts the message that is about a term above
+one that mentions it in passing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from engine.sessions.fulltext import Filters, Form, Hit, Order
-from engine.sessions.query import Query
+from engine.sessions.pairs import holds_phrase, phrase_pairs
+from engine.sessions.query import Query, Term
 
-RANK_BUDGET = 1000
+RANK_BUDGET = 500
 FILTERED_RANK_BUDGET = 250
 FEW = 24  # this many matches or fewer are all precise enough to return without ranking
+K1, B = 1.2, 0.75  # BM25's usual term saturation and length normalisation
 WORD_TABLE, TRIGRAM_TABLE, GRAM_TABLE = "messages_fts", "messages_trigram", "messages_cjk"
-_JOIN = "JOIN messages AS m ON m.id = f.rowid JOIN sessions AS s ON s.id = m.session_id"
+PAIR_TABLE = "messages_pairs"
+# Migration 0005: the time span of each block of 1,024 message ids.
+BLOCKS, BLOCK_BITS = "messages_time_blocks", 10
+FILL_BLOCKS = (
+    f"INSERT INTO {BLOCKS}(block, low, high) SELECT id >> {BLOCK_BITS}, min(timestamp), "
+    f"max(timestamp) FROM messages GROUP BY id >> {BLOCK_BITS}"
+)
+_JOIN_MESSAGES = " JOIN messages AS m ON m.id = f.rowid"
+_JOIN_SESSIONS = " JOIN sessions AS s ON s.id = m.session_id"
+_ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
+_BLOCK_SPAN = text(
+    f"SELECT (SELECT min(block) FROM {BLOCKS} WHERE high >= :since), "
+    f"(SELECT max(block) FROM {BLOCKS} WHERE low <= :until)"
+)
+_TEXTS = "SELECT id, content, tool_name, tool_calls FROM messages WHERE id IN ({})"
+
+Found = list[tuple[int, int]]  # (message id, length in tokens), in walk order
 
 
-def _hit_rows(rows: Iterable[Any]) -> list[Hit]:
-    return [Hit(r.id, r.session_id, r.root_session_id, float(r.score)) for r in rows]
+@dataclass(frozen=True)
+class _Walk:
+    """One walk through an index: ``match`` on ``table``, with ``also`` conditions on each
+    message found (``f.rowid``), and lengths from ``sizes``'s table of document sizes."""
+
+    table: str
+    match: str
+    sizes: str
+    also: str = ""
+    params: dict[str, object] = field(default_factory=dict)
+    confirm: tuple[tuple[str, ...], ...] = ()  # phrases of 3+ words to confirm on the text
+
+
+def _token_count(sizes: bytes) -> int:
+    """The tokens of a row, summed over the columns: FTS5's docsize blob is one varint per
+    column (SQLite's big-endian base-128 form), almost always a byte each."""
+    if max(sizes, default=0) < 0x80:
+        return sum(sizes)
+    total = value = 0
+    for byte in sizes:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            total, value = total + value, 0
+    return total
+
+
+def _idf(found: Found, budget: int, span: Any) -> float:
+    """BM25's inverse document frequency of a term from its walk: its count when the walk
+    reached the oldest match, else its density among the ids the walk covered."""
+    low_id, high_id = span
+    total = max(1, (high_id or 0) - (low_id or 0) + 1)
+    if len(found) < budget:
+        df = float(len(found))
+    else:
+        df = min(total, len(found) * total / max(1, (high_id or 0) - found[-1][0] + 1))
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(str(int(i)) for i in ids)
 
 
 class SqliteFullText:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    def _id_range(self, filters: Filters) -> tuple[int, int] | None:
+        """The ids a date-bounded search can match, from the time spans of id blocks: an id
+        range lets the index skip to the matches in it instead of looking up the date of each
+        match outside it."""
+        if filters.since is None and filters.until is None:
+            return None
+        first, last = self.conn.execute(
+            _BLOCK_SPAN,
+            {
+                "since": filters.since if filters.since is not None else -math.inf,
+                "until": filters.until if filters.until is not None else math.inf,
+            },
+        ).one()
+        if first is None or last is None:
+            return (1, 0)  # no message in the span: an empty range
+        return first << BLOCK_BITS, ((last + 1) << BLOCK_BITS) - 1
+
+    # -- what to walk ---------------------------------------------------------------------
 
     @staticmethod
     def _gram_match(query: Query) -> str | None:
@@ -45,103 +135,199 @@ class SqliteFullText:
         grams = ['"' + g + '"' + ("*" if len(g) == 1 else "") for g in query.grams()]
         return " AND ".join(grams) if grams else None
 
-    @classmethod
-    def _match(cls, query: Query, form: Form) -> tuple[str | None, str]:
-        if form == "substring":
-            parts = query.substrings()
-            if not parts:
-                return cls._gram_match(query), GRAM_TABLE
-            return " AND ".join(parts), TRIGRAM_TABLE
-        if query.cjk:
-            return None, WORD_TABLE  # CJK runs are single tokens: only substrings find them
-        if form == "phrase":
-            return query.as_phrase(), WORD_TABLE
-        if form == "all":
-            return query.all_of(), WORD_TABLE
-        return (query.any_of() if len(query.terms) > 1 else None), WORD_TABLE
-
-    def _also(self, query: Query, form: Form, table: str) -> tuple[str, dict[str, object]]:
-        """The short CJK terms of a substring query that also has trigram terms: the rows must
-        be in the gram index's matches too."""
-        if form != "substring" or table != TRIGRAM_TABLE:
-            return "", {}
+    def _substring_walk(self, query: Query) -> _Walk | None:
+        parts = query.substrings()
         grams = self._gram_match(query)
+        if not parts:
+            return None if grams is None else _Walk(GRAM_TABLE, grams, GRAM_TABLE)
         if grams is None:
-            return "", {}
-        # The unary + keeps SQLite from handing the IN list to FTS5 as rowid lookups, which
-        # runs the trigram query once per gram match and loses the index's id order.
-        condition = (
-            f" AND +f.rowid IN (SELECT rowid FROM {GRAM_TABLE} WHERE {GRAM_TABLE} MATCH :grams)"
-        )
-        return condition, {"grams": grams}
+            return _Walk(TRIGRAM_TABLE, " AND ".join(parts), TRIGRAM_TABLE)
+        # The short CJK terms must be in the gram index's matches too. The unary + keeps
+        # SQLite from handing the IN list to FTS5 as rowid lookups, which runs the trigram
+        # query once per gram match and loses the index's id order.
+        also = f" AND +f.rowid IN (SELECT rowid FROM {GRAM_TABLE} WHERE {GRAM_TABLE} MATCH :grams)"
+        return _Walk(TRIGRAM_TABLE, " AND ".join(parts), TRIGRAM_TABLE, also, {"grams": grams})
 
-    def _newest(
-        self, match: str, table: str, filters: Filters, also: str, also_params: dict[str, object]
-    ) -> tuple[int, int, int, list[int]]:
-        """Lowest id, highest id and number of the newest budgeted matches, and their ids
-        when there are few."""
-        where, params = filters.sql()
-        params.update(match=match, budget=FILTERED_RANK_BUDGET if where else RANK_BUDGET)
-        params.update(also_params)
-        joined = _JOIN if where else ""
-        inner = (
-            f"SELECT f.rowid AS id FROM {table} AS f {joined} "
-            f"WHERE {table} MATCH :match{also}{where} ORDER BY f.rowid DESC LIMIT :budget"
-        )
-        row = self.conn.execute(
-            text(
-                "SELECT min(id), max(id), count(*), "
-                f"CASE WHEN count(*) <= {FEW} THEN group_concat(id) END FROM ({inner})"
-            ),
+    def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
+        """Messages holding every one of ``terms`` and none of ``excluded``."""
+        phrases = [t for t in terms if len(t.words) > 1]
+        if not phrases:
+            match = " AND ".join(t.fts() for t in terms)
+            if excluded:
+                match += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
+            return _Walk(WORD_TABLE, match, WORD_TABLE)
+        # Walk the pairs of the phrases; single words and exclusions are asked of the word
+        # index (or, for an excluded phrase, the pair index) message by message.
+        also, params = "", {}
+        singles = [t for t in terms if len(t.words) == 1]
+        if singles:
+            also += f" AND EXISTS (SELECT 1 FROM {WORD_TABLE} WHERE {WORD_TABLE} MATCH :rest "
+            also += "AND rowid = f.rowid)"
+            params["rest"] = " AND ".join(t.fts() for t in singles)
+        for i, term in enumerate(excluded):
+            table = WORD_TABLE if len(term.words) == 1 else PAIR_TABLE
+            also += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE {table} MATCH :x{i} "
+            also += "AND rowid = f.rowid)"
+            params[f"x{i}"] = term.fts() if len(term.words) == 1 else phrase_pairs(term.words)
+        return _Walk(
+            PAIR_TABLE,
+            " AND ".join(phrase_pairs(t.words) for t in phrases),
+            WORD_TABLE,
+            also,
             params,
-        ).one()
-        few = [int(i) for i in row[3].split(",")] if row[3] else []
-        return int(row[0] or 0), int(row[1] or 0), int(row[2]), few
+            tuple(t.words for t in phrases if len(t.words) > 2),
+        )
+
+    def _walks(self, query: Query, form: Form) -> list[_Walk] | None:
+        """The walks whose matches together are the matches of ``form``; None when the form
+        adds nothing for this query."""
+        if form == "substring":
+            walk = self._substring_walk(query)
+            return None if walk is None else [walk]
+        if query.cjk:
+            return None  # CJK runs are single tokens: only substrings find them
+        if form == "phrase":
+            whole = query.phrase_term()
+            return None if whole is None else [self._all_of([whole], query.excluded)]
+        if form == "all":
+            return [self._all_of(query.terms, query.excluded)]
+        if len(query.terms) < 2:
+            return None
+        # Each term walked and weighed on its own: a rare one is found over the whole history
+        # however common the others are.
+        return [self._all_of([t], query.excluded) for t in query.terms]
+
+    # -- walking and ranking ----------------------------------------------------------------
+
+    def _walk(
+        self,
+        walk: _Walk,
+        filters: Filters,
+        budget: int,
+        newest: bool = True,
+        ids: tuple[int, int] | None = None,
+    ) -> Found:
+        """The first ``budget`` matches of ``walk`` in id order (newest first by default),
+        within the id range ``ids`` when given."""
+        where, params = filters.sql()
+        if ids is not None:
+            where += " AND f.rowid BETWEEN :first_id AND :last_id"
+            params.update(first_id=ids[0], last_id=ids[1])
+        # Each join costs a lookup for every match walked: only those the filters need.
+        joined = (_JOIN_MESSAGES if where else "") + (_JOIN_SESSIONS if filters.on_sessions else "")
+        sql = (
+            f"SELECT f.rowid, d.sz FROM {walk.table} AS f "
+            f"JOIN {walk.sizes}_docsize AS d ON d.id = f.rowid{joined} "
+            f"WHERE {walk.table} MATCH :match{walk.also}{where} "
+            f"ORDER BY f.rowid {'DESC' if newest else 'ASC'} LIMIT :budget"
+        )
+        params.update(walk.params, match=walk.match, budget=budget)
+        # Hundreds of rows: straight from the driver's cursor, which returns plain tuples at
+        # a fraction of the cost of building a result row for each. In the connection's
+        # transaction, so that every read of one search sees the same snapshot.
+        if not self.conn.in_transaction():
+            self.conn.begin()
+        cursor = self.conn.connection.driver_connection.cursor()
+        try:
+            return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
+        finally:
+            cursor.close()
 
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None:
-        match, table = self._match(query, form)
-        if match is None:
+        walks = self._walks(query, form)
+        if walks is None:
             return None
-        also, also_params = self._also(query, form, table)
-        where, params = filters.sql()
-        params.update(match=match, limit=limit, **also_params)
+        ids = self._id_range(filters)
         if order != "relevance":
-            direction = "DESC" if order == "newest" else "ASC"
-            sql = (
-                f"SELECT f.rowid AS id, m.session_id, s.root_session_id, 0.0 AS score "
-                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{also}{where} "
-                f"ORDER BY f.rowid {direction} LIMIT :limit"
-            )
-            return _hit_rows(self.conn.execute(text(sql), params))
-        low, high, count, few = self._newest(match, table, filters, also, also_params)
-        if count == 0:
+            # Room for candidates that a phrase's confirmation turns down.
+            found = [self._walk(w, filters, 2 * limit, order == "newest", ids) for w in walks]
+            ids = sorted({i for f in found for i, _ in f}, reverse=order == "newest")
+            return self._rows(self._confirmed([(i, 0.0) for i in ids], walks, found, limit))
+        budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
+        share = max(FEW, budget // len(walks))
+        found = [self._walk(w, filters, share, ids=ids) for w in walks]
+        if not any(found):
             return []
-        if few and form != "any":
+        if form != "any" and len(found[0]) <= FEW:
             # Every match is known and each holds the whole query: newest first, no ranking.
-            # ("any" matches may hold a single common word, so they are still ranked.)
-            ids = ", ".join(str(i) for i in few)
-            sql = (
-                "SELECT m.id, m.session_id, s.root_session_id, 0.0 AS score FROM messages AS m "
-                f"JOIN sessions AS s ON s.id = m.session_id WHERE m.id IN ({ids}) "
-                "ORDER BY m.id DESC LIMIT :limit"
+            ranked = [(i, 0.0) for i, _ in found[0]]
+        else:
+            # Phrases to confirm may turn candidates down: then every one is kept in order.
+            keep = None if any(w.confirm for w in walks) else limit
+            ranked = self._ranked(found, share, keep)
+        return self._rows(self._confirmed(ranked, walks, found, limit))
+
+    def _ranked(
+        self, found: Sequence[Found], budget: int, keep: int | None
+    ) -> list[tuple[int, float]]:
+        """The best ``keep`` candidates (all when None), best first, by BM25 with each term
+        counted once per message; ties go to the newer message."""
+        weight: dict[int, float] = {}
+        lengths: dict[int, int] = {}
+        span = self.conn.execute(_ID_SPAN).one() if len(found) > 1 else None
+        for matches in found:
+            idf = _idf(matches, budget, span) if span else 1.0
+            for i, tokens in matches:
+                weight[i] = weight.get(i, 0.0) + idf
+                lengths[i] = tokens
+        average = max(1.0, sum(lengths.values()) / len(lengths))
+        flat, per_token = 1 + K1 * (1 - B), K1 * B / average
+        scores = [(w * (K1 + 1) / (flat + per_token * lengths[i]), i) for i, w in weight.items()]
+        best = sorted(scores, reverse=True) if keep is None else heapq.nlargest(keep, scores)
+        return [(i, score) for score, i in best]
+
+    def _confirmed(
+        self,
+        ranked: Sequence[tuple[int, float]],
+        walks: Sequence[_Walk],
+        found: Sequence[Found],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """The first ``limit`` of ``ranked`` that hold their phrases: a message found only by
+        walks with phrases of three or more words is read and checked, in rank order, until
+        ``limit`` are kept."""
+        unsure: dict[int, list[_Walk]] = {}
+        sure: set[int] = set()
+        for walk, matches in zip(walks, found, strict=True):
+            for i, _ in matches:
+                if walk.confirm:
+                    unsure.setdefault(i, []).append(walk)
+                else:
+                    sure.add(i)
+        kept: list[tuple[int, float]] = []
+        at = 0
+        while len(kept) < limit and at < len(ranked):
+            chunk = ranked[at : at + 2 * limit]
+            at += len(chunk)
+            check = [i for i, _ in chunk if i not in sure and i in unsure]
+            texts = {}
+            if check:
+                texts = {r[0]: r[1:] for r in self.conn.execute(text(_TEXTS.format(_ids(check))))}
+            for i, score in chunk:
+                if i in sure or any(
+                    all(holds_phrase(texts.get(i, ()), words) for words in walk.confirm)
+                    for walk in unsure.get(i, ())
+                ):
+                    kept.append((i, score))
+                    if len(kept) == limit:
+                        break
+        return kept
+
+    def _rows(self, ranked: Sequence[tuple[int, float]]) -> list[Hit]:
+        if not ranked:
+            return []
+        rows = self.conn.execute(
+            text(
+                "SELECT m.id, m.session_id, s.root_session_id FROM messages AS m "
+                "JOIN sessions AS s ON s.id = m.session_id "
+                f"WHERE m.id IN ({_ids([i for i, _ in ranked])})"
             )
-            return _hit_rows(self.conn.execute(text(sql), {"limit": limit}))
-        params.update(low=low, high=high)
-        window = f" AND f.rowid BETWEEN :low AND :high{also}"
-        if where:
-            sql = (
-                f"SELECT f.rowid AS id, m.session_id, s.root_session_id, bm25({table}) AS score "
-                f"FROM {table} AS f {_JOIN} WHERE {table} MATCH :match{window}{where} "
-                "ORDER BY score LIMIT :limit"
-            )
-        else:  # rank inside the index, then look up only the rows kept
-            sql = (
-                "SELECT c.id, m.session_id, s.root_session_id, c.score FROM ("
-                f"SELECT f.rowid AS id, bm25({table}) AS score FROM {table} AS f "
-                f"WHERE {table} MATCH :match{window} ORDER BY score LIMIT :limit) AS c "
-                "JOIN messages AS m ON m.id = c.id JOIN sessions AS s ON s.id = m.session_id "
-                "ORDER BY c.score"
-            )
-        return _hit_rows(self.conn.execute(text(sql), params))
+        ).all()
+        found = {r.id: r for r in rows}
+        return [
+            Hit(i, found[i].session_id, found[i].root_session_id, score)
+            for i, score in ranked
+            if i in found
+        ]

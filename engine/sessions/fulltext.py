@@ -27,6 +27,11 @@ class Filters:
     until: float | None = None
     exclude_root: str | None = None
 
+    @property
+    def on_sessions(self) -> bool:
+        """Whether a condition is on the session (``s``) rather than the message alone."""
+        return bool(self.sources) or self.exclude_root is not None
+
     def sql(self) -> tuple[str, dict[str, object]]:
         """Extra ``AND …`` conditions on ``m`` (messages) and ``s`` (sessions), with params."""
         clauses, params = [], {}

@@ -24,11 +24,19 @@ from sqlalchemy.exc import DatabaseError as SqlDatabaseError
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
-from engine.db import BUSY_TIMEOUT_MS, SCHEMA_HEAD, DatabaseError, database_path, readonly_uri
+from engine.db import (
+    BUSY_TIMEOUT_MS,
+    SCHEMA_HEAD,
+    DatabaseError,
+    database_path,
+    readonly_uri,
+    register_functions,
+)
 from engine.home import Home
+from engine.sessions.fts_sqlite import BLOCK_BITS, BLOCKS, FILL_BLOCKS
 from engine.sessions.store import SessionStore
 
-FTS_TABLES = ("messages_fts", "messages_trigram", "messages_cjk")
+FTS_TABLES = ("messages_fts", "messages_trigram", "messages_cjk", "messages_pairs")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NOT_CHECKED = "not checked (read-only database)"
 
@@ -89,6 +97,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
     )
     conn.execute("PRAGMA query_only = 1")
+    register_functions(conn)
     return conn
 
 
@@ -226,8 +235,19 @@ def _fts_check(conn: Connection, table: str) -> str:
     return "ok"
 
 
+def _blocks_check(conn: Connection) -> str:
+    outside = conn.exec_driver_sql(
+        f"SELECT count(*) FROM messages AS m LEFT JOIN {BLOCKS} AS b "
+        f"ON b.block = m.id >> {BLOCK_BITS} "
+        "WHERE b.block IS NULL OR m.timestamp < b.low OR m.timestamp > b.high"
+    ).scalar()
+    if outside:
+        return f"{outside} message(s) outside their block's time span; run `cairn sessions reindex`"
+    return "ok"
+
+
 def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
-    """SQLite's integrity check, both full-text indexes against the messages, and counters."""
+    """SQLite's integrity check, the search indexes against the messages, and counters."""
     started = time.perf_counter()
     pragma = "quick_check" if quick else "integrity_check"
     with store.engine.connect() as conn:
@@ -236,6 +256,7 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
             conn.exec_driver_sql(f"SELECT count(*) FROM sessions WHERE {_COUNTS_WRONG}").scalar()
             or 0
         )
+        blocks = _blocks_check(conn)
     fts: dict[str, str] = {}
     # The FTS5 check is an INSERT command: it needs a write transaction, rolled back after.
     with store._writer.connect() as conn:
@@ -243,6 +264,7 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
             with conn.begin() as transaction:
                 fts[table] = _fts_check(conn, table)
                 transaction.rollback()
+    fts[BLOCKS] = blocks
     fts_ok = all(v in ("ok", NOT_CHECKED) for v in fts.values())
     ok = integrity == ["ok"] and fts_ok and not counters_wrong
     return CheckReport(
@@ -257,12 +279,12 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
 def reindex(
     store: SessionStore, progress: Callable[[int, int], None] | None = None
 ) -> ReindexReport:
-    """Rebuild both full-text indexes from the messages, and recount every session.
+    """Rebuild the search indexes from the messages, and recount every session.
 
     ``progress(steps_done, steps_total)`` after each step; each step is one transaction.
     """
     started = time.perf_counter()
-    steps = len(FTS_TABLES) + 1
+    steps = len(FTS_TABLES) + 2
     for done, table in enumerate(FTS_TABLES, start=1):
         store._write(
             lambda conn, table=table: conn.exec_driver_sql(
@@ -271,6 +293,14 @@ def reindex(
         )
         if progress is not None:
             progress(done, steps)
+
+    def refill_blocks(conn: Connection) -> None:
+        conn.exec_driver_sql(f"DELETE FROM {BLOCKS}")
+        conn.exec_driver_sql(FILL_BLOCKS)
+
+    store._write(refill_blocks)
+    if progress is not None:
+        progress(steps - 1, steps)
 
     def recount(conn: Connection) -> int:
         result = conn.exec_driver_sql(
@@ -285,7 +315,7 @@ def reindex(
     with store.engine.connect() as conn:
         messages = int(conn.exec_driver_sql("SELECT count(*) FROM messages").scalar() or 0)
     return ReindexReport(
-        tables=list(FTS_TABLES),
+        tables=[*FTS_TABLES, BLOCKS],
         messages=messages,
         counters_fixed=fixed,
         seconds=time.perf_counter() - started,

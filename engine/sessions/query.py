@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 MAX_TERMS = 32
 # unicode61 splits on everything that is not a letter or digit, underscore included.
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
 _CHUNK = re.compile(r'"([^"]*)"|(\S+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _OPERATORS = {"AND", "OR", "NOT", "NEAR"}
@@ -27,6 +27,13 @@ CJK_GRAM_CLASS = (
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff]"
 )
 _GRAM_TERM = re.compile(CJK_GRAM_CLASS + "{1,2}")
+
+
+def fold(word: str) -> str:
+    """What unicode61 with remove_diacritics does to a token, near enough to compare words
+    outside the index."""
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _is_cjk(ch: str) -> bool:
@@ -56,23 +63,12 @@ class Query:
     def empty(self) -> bool:
         return not self.terms
 
-    def _tail(self) -> str:
-        if not self.excluded:
-            return ""
-        return " NOT (" + " OR ".join(t.fts() for t in self.excluded) + ")"
-
-    def all_of(self) -> str:
-        return " AND ".join(t.fts() for t in self.terms) + self._tail()
-
-    def any_of(self) -> str:
-        return "(" + " OR ".join(t.fts() for t in self.terms) + ")" + self._tail()
-
-    def as_phrase(self) -> str | None:
+    def phrase_term(self) -> Term | None:
         """All terms as one phrase, the most precise form; None when it would add nothing."""
         if len(self.terms) < 2 or any(t.prefix for t in self.terms):
             return None
-        words = [w for t in self.terms for w in t.words]
-        return '"' + " ".join(words) + '"' + self._tail()
+        words = tuple(w for t in self.terms for w in t.words)
+        return Term(words=words, raw=" ".join(t.raw for t in self.terms))
 
     def substrings(self) -> list[str]:
         """Terms for the trigram index (three characters or more), as quoted strings."""
@@ -117,7 +113,7 @@ def parse_query(text: str) -> Query:
         negate_next = False
         prefix = bare is not None and bare.endswith("*")
         raw = chunk.strip("-*()") if bare is not None else chunk
-        words = tuple(w.lower() for w in _WORD.findall(raw))
+        words = tuple(w.lower() for w in WORD.findall(raw))
         if not words:
             continue
         term = Term(words=words, raw=raw, prefix=prefix and len(words) == 1)

@@ -8,21 +8,12 @@ words, those words in brackets.
 from __future__ import annotations
 
 import bisect
-import re
-import unicodedata
 
 from engine.sessions.fulltext import Form
-from engine.sessions.query import Query
+from engine.sessions.query import WORD, Query, fold
 
 WIDTH = 24  # tokens
 CONTEXT_CHARS = 60
-_TOKEN = re.compile(r"[^\W_]+")
-
-
-def _fold(word: str) -> str:
-    # What unicode61 with remove_diacritics does to a token, near enough for highlighting.
-    decomposed = unicodedata.normalize("NFKD", word.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _around_substring(content: str, query: Query) -> str | None:
@@ -45,16 +36,16 @@ def _around_substring(content: str, query: Query) -> str | None:
 def snippet(content: str, query: Query, form: Form) -> str:
     if form == "substring":
         return _around_substring(content, query) or content[: CONTEXT_CHARS * 2]
-    tokens = list(_TOKEN.finditer(content))
+    tokens = list(WORD.finditer(content))
     if not tokens:
         return content[: CONTEXT_CHARS * 2]
     # Folded on both sides: "CAFÉ" finds "café" on either backend, so it is marked too.
-    words = {_fold(w) for t in query.terms for w in t.words}
-    prefixes = tuple(_fold(t.words[0]) for t in query.terms if t.prefix)
+    words = {fold(w) for t in query.terms for w in t.words}
+    prefixes = tuple(fold(t.words[0]) for t in query.terms if t.prefix)
     marked = {
         i
         for i, m in enumerate(tokens)
-        if (f := _fold(m.group())) in words or (prefixes and f.startswith(prefixes))
+        if (f := fold(m.group())) in words or (prefixes and f.startswith(prefixes))
     }
     ordered = sorted(marked)
     first, best = 0, -1

@@ -1,0 +1,76 @@
+"""Word pairs: what makes a phrase of common words cheap to find on SQLite.
+
+FTS5 finds ``"cai to"`` by walking every message that holds both words and checking their
+positions: tens of thousands of messages when both words are common, 10-20 ms at a million
+messages, however few of them hold the phrase. So each message's adjacent word pairs are also
+indexed as single tokens (``cai_to``) in ``messages_pairs`` (migration 0004): a phrase of two
+words is one lookup there, a longer one the few messages that hold all of its pairs.
+
+Words are split as the word index splits them (runs of letters and digits) after the NFKC
+normalisation queries get (so an accent written as a separate mark stays inside its word), and
+folded (case, accents) as the word index folds them; the same functions build a query's pairs,
+so a query finds what was indexed whatever the index's tokenizer makes of a character. Three words
+can have both of their pairs in a message without standing together, so a longer phrase found
+through pairs is confirmed on the message text (``holds_phrase``) before it is returned.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from itertools import pairwise
+
+from engine.sessions.query import WORD, fold
+
+FUNCTION = "cairn_pairs"  # the SQL function migration 0004's view and triggers call
+# ASCII punctuation and controls: the pair index's ascii tokenizer splits on them.
+_ASCII_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+
+
+def _pair_word(word: str) -> str:
+    """A word as the pair index holds it: folded here, because the index's tokenizer ('ascii'
+    with '_' as a token character) keeps everything else as written. Folding can bring in
+    ASCII punctuation (⑴ is "(1)"), which is dropped so that a pair stays one token."""
+    if word.isascii():
+        return word.lower()
+    return _ASCII_SEPARATORS.sub("", fold(word))
+
+
+def _pairs(words: Sequence[str]) -> Iterator[str]:
+    kept = [w for w in map(_pair_word, words) if w]
+    return (f"{first}_{second}" for first, second in pairwise(kept))
+
+
+def pair_text(*columns: str | None) -> str:
+    """The distinct adjacent word pairs of each column, as ``a_b`` tokens separated by spaces
+    (a phrase never spans two columns)."""
+    pairs: dict[str, None] = {}
+    for column in columns:
+        if column:
+            pairs.update(dict.fromkeys(_pairs(WORD.findall(unicodedata.normalize("NFKC", column)))))
+    return " ".join(pairs)
+
+
+def phrase_pairs(words: Sequence[str]) -> str:
+    """The FTS5 expression for the pair index: every pair of ``words`` (two or more)."""
+    return " AND ".join(dict.fromkeys(f'"{pair}"' for pair in _pairs(words)))
+
+
+@lru_cache(maxsize=64)
+def _phrase_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    # The words with only separators between them, and not inside longer words.
+    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, words)) + r"(?![^\W_])")
+
+
+def _folded(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text)
+    return text.lower() if text.isascii() else fold(text)
+
+
+def holds_phrase(columns: Sequence[str | None], words: Sequence[str]) -> bool:
+    """Whether one of ``columns`` has ``words`` next to each other, compared as the word index
+    compares them (case and accents folded)."""
+    pattern = _phrase_pattern(tuple(fold(w) for w in words))
+    return any(column and pattern.search(_folded(column)) for column in columns)
