@@ -13,10 +13,12 @@ Modes:
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, bindparam, text
 
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit, full_text_for
 from engine.sessions.query import Query, parse_query
@@ -74,20 +76,35 @@ _FROM_SQL = text(
     f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id >= :at ORDER BY id LIMIT :n"
 )
 
-# A result card's messages in one round trip: the window before the match (0), the match and
-# the window after it (1), the session's first (2) and last (3) messages.
-_CARD_PART = "SELECT {part} AS part, p.* FROM (SELECT " + _COLUMNS + " FROM messages "
-_CARD_SQL = text(
-    " UNION ALL ".join(
-        _CARD_PART.format(part=part) + f"WHERE session_id = :sid{where} LIMIT :{n}) AS p"
-        for part, where, n in (
-            (0, " AND id < :at ORDER BY id DESC", "w"),
-            (1, " AND id >= :at ORDER BY id", "w1"),
-            (2, " ORDER BY id", "b"),
-            (3, " ORDER BY id DESC", "b"),
+# The parts of a result card: the window before the match, the match and the window after
+# it, the session's first and last messages (condition, order and size of each).
+_CARD_PARTS = (
+    (" AND id < :at{k}", "DESC", "w"),
+    (" AND id >= :at{k}", "ASC", "w1"),
+    ("", "ASC", "b"),
+    ("", "DESC", "b"),
+)
+
+
+@lru_cache(maxsize=MAX_LIMIT)
+def _cards_sql(cards: int) -> TextClause:
+    """The messages of ``cards`` result cards in one statement, each row tagged with its card
+    and part: one round trip instead of four per card."""
+    return text(
+        " UNION ALL ".join(
+            f"SELECT {k} AS card, {part} AS part, p.* FROM (SELECT {_COLUMNS} FROM messages "
+            f"WHERE session_id = :sid{k}{where.format(k=k)} ORDER BY id {order} "
+            f"LIMIT :{size}) AS p"
+            for k in range(cards)
+            for part, (where, order, size) in enumerate(_CARD_PARTS)
         )
     )
-)
+
+
+_SESSIONS_SQL = text(
+    "SELECT id AS session_id, title, source, started_at, ended_at, end_reason, "
+    "parent_session_id, root_session_id, message_count FROM sessions WHERE id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
 
 
 def _msg(row: Any) -> dict[str, Any]:
@@ -202,14 +219,12 @@ class SessionSearch:
             return result
         with self.store.engine.connect() as conn:
             hits, form = self._candidates(full_text_for(conn), parsed, filters, limit, order)
-            roots: set[str] = set()
+            chosen: dict[str, Hit] = {}  # one hit per conversation (lineage root), best first
             for hit in hits:
-                if hit.root_session_id in roots:
-                    continue
-                roots.add(hit.root_session_id)
-                result["results"].append(self._card(conn, hit, parsed, form, window))
-                if len(roots) == limit:
+                chosen.setdefault(hit.root_session_id, hit)
+                if len(chosen) == limit:
                     break
+            result["results"] = self._cards(conn, list(chosen.values()), parsed, form, window)
         result["matched_as"] = form
         return result
 
@@ -226,28 +241,45 @@ class SessionSearch:
         return [], "substring"
 
     @staticmethod
-    def _card(conn: Connection, hit: Hit, query: Query, form: Form, window: int) -> dict[str, Any]:
-        sid = hit.session_id
-        parts: dict[int, list[Any]] = {0: [], 1: [], 2: [], 3: []}
-        params = {"sid": sid, "at": hit.message_id, "w": window, "w1": window + 1, "b": BOOKEND}
-        for row in conn.execute(_CARD_SQL, params):
-            parts[row.part].append(row)
-        # Each part in id order: a UNION ALL promises no order of its own.
-        before, after, first, last = (sorted(parts[i], key=lambda m: m.id) for i in range(4))
-        context = before + after
-        shown = {m.id for m in context}
-        head = [m for m in first if m.id not in shown]
-        shown |= {m.id for m in head}
-        tail = [m for m in last if m.id not in shown]
-        matched = next(m for m in context if m.id == hit.message_id)
-        return {
-            **_session(conn, sid),
-            "match_message_id": hit.message_id,
-            "snippet": snippet(matched.content, query, form),
-            "messages": [_msg(m) for m in context],
-            "first_messages": [_msg(m) for m in head],
-            "last_messages": [_msg(m) for m in tail],
-        }
+    def _cards(
+        conn: Connection, hits: list[Hit], query: Query, form: Form, window: int
+    ) -> list[dict[str, Any]]:
+        if not hits:
+            return []
+        params: dict[str, Any] = {"w": window, "w1": window + 1, "b": BOOKEND}
+        for k, hit in enumerate(hits):
+            params.update({f"sid{k}": hit.session_id, f"at{k}": hit.message_id})
+        parts: dict[tuple[int, int], list[Any]] = defaultdict(list)
+        for row in conn.execute(_cards_sql(len(hits)), params):
+            parts[row.card, row.part].append(row)
+        ids = sorted({hit.session_id for hit in hits})
+        rows = conn.execute(_SESSIONS_SQL, {"ids": ids}).mappings()
+        sessions = {r["session_id"]: dict(r) for r in rows}
+        cards = []
+        for k, hit in enumerate(hits):
+            # Each part in id order: a UNION ALL promises no order of its own.
+            before, after, first, last = (
+                sorted(parts[k, part], key=lambda m: m.id) for part in range(len(_CARD_PARTS))
+            )
+            context = before + after
+            matched = next((m for m in context if m.id == hit.message_id), None)
+            if matched is None or hit.session_id not in sessions:
+                continue  # deleted since it was found
+            shown = {m.id for m in context}
+            head = [m for m in first if m.id not in shown]
+            shown |= {m.id for m in head}
+            tail = [m for m in last if m.id not in shown]
+            cards.append(
+                {
+                    **sessions[hit.session_id],
+                    "match_message_id": hit.message_id,
+                    "snippet": snippet(matched.content, query, form),
+                    "messages": [_msg(m) for m in context],
+                    "first_messages": [_msg(m) for m in head],
+                    "last_messages": [_msg(m) for m in tail],
+                }
+            )
+        return cards
 
     def scroll(
         self,

@@ -16,10 +16,10 @@ For each size: a fresh home in a temporary folder, the deterministic corpus of
   common parts.
 
 Goals at 10^6 messages on a 2-core machine: discover p95 <= 10 ms, scroll p95 <= 1 ms.
-``--profile`` then re-runs the queries instrumented and prints where the time goes: vocabulary
-look-ups (the estimate), each form of the query (phrase/all/any/substring), snippets and the
-result cards, plus estimate against actual matches for the slowest queries. The last output is a
-markdown table for docs/benchmarks.md.
+``--profile`` then re-runs the queries instrumented and prints where the time goes: the walks
+through the indexes, ranking, confirming long phrases, each form of the query
+(phrase/all/any/substring), snippets and the result cards, and the steps of the slowest
+queries. The last output is a markdown table for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from engine.config import Config  # noqa: E402
 from engine.db import database_path, dispose_engines  # noqa: E402
 from engine.home import Home  # noqa: E402
 from engine.sessions import fts_sqlite, search  # noqa: E402
-from engine.sessions.query import parse_query  # noqa: E402
 from engine.sessions.search import SessionSearch  # noqa: E402
 from engine.sessions.store import SessionStore  # noqa: E402
 from engine.sessions.transfer import import_sessions  # noqa: E402
@@ -435,12 +434,14 @@ class Recorder:
 def profile(tool: SessionSearch, queries: list[Q], timings: list[tuple[float, Q, Any]]) -> None:
     backend = fts_sqlite.SqliteFullText
     recorder = Recorder()
-    recorder.wrap(backend, "_doc_count", "estimate: vocab look-ups")
-    recorder.wrap(backend, "max_id", "max(id)")
-    recorder.wrap(backend, "_newest", "newest budgeted matches")
+    recorder.wrap(backend, "_id_range", "date bounds to id range")
+    recorder.wrap(backend, "_walk", "walks through the indexes")
+    recorder.wrap(backend, "_ranked", "ranking (BM25)")
+    recorder.wrap(backend, "_confirmed", "confirming long phrases")
+    recorder.wrap(backend, "_rows", "sessions of the hits")
     recorder.wrap_hits(backend)
-    recorder.wrap(backend, "snippet", "snippets")
-    recorder.wrap(search.SessionSearch, "_card", "cards (context, bookends)")
+    recorder.wrap(search, "snippet", "snippets")
+    recorder.wrap(search.SessionSearch, "_cards", "cards (context, bookends)")
     recorder.wrap(search.SessionSearch, "_filters", "filters (current session)")
     totals: dict[str, float] = defaultdict(float)
     per_query: list[tuple[float, Q, dict[str, float], list[tuple[str, float, int]]]] = []
@@ -457,39 +458,18 @@ def profile(tool: SessionSearch, queries: list[Q], timings: list[tuple[float, Q,
     finally:
         recorder.undo()
     print("  profile: wall time per step, summed over all queries (steps nest: hits includes")
-    print("  its estimate and max(id)):")
+    print("  the walks, ranking and confirmation; cards include snippets):")
     for step, ms in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"    {step:32s} {ms:9.1f} ms  {100 * ms / totals['total']:5.1f}%")
     per_query.sort(key=lambda t: -t[0])
-    print("  slowest queries: steps, then each form tried (ms, hits), estimate vs actual matches:")
-    with tool.store.engine.connect() as conn:
-        fts = backend(conn)
-        for ms, q, steps, forms in per_query[:15]:
-            parts = ", ".join(
-                f"{k} {v:.1f}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])
-            )
-            print(f"    {ms:7.1f} ms  [{q.category}] {q.text!r} {q.options or ''}")
-            print(f"               {parts}")
-            parsed = parse_query(q.text)
-            for form, form_ms, hits in forms:
-                if hits < 0:
-                    continue
-                estimate, actual = _estimate_and_actual(fts, conn, parsed, form)
-                print(
-                    f"               {form:9s} {form_ms:7.1f} ms  hits {hits:3d}  "
-                    f"estimate {estimate:>9,}  actual matches {actual:>9,}"
-                )
-
-
-def _estimate_and_actual(fts: Any, conn: Any, parsed: Any, form: str) -> tuple[int, int]:
-    estimate = fts._estimate(parsed, form) if hasattr(fts, "_estimate") else -1
-    match, table = fts._match(parsed, form)
-    if match is None:
-        return estimate, 0
-    actual = conn.exec_driver_sql(
-        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)
-    ).scalar()
-    return estimate, int(actual or 0)
+    print("  slowest queries: steps, then each form tried (ms, hits):")
+    for ms, q, steps, forms in per_query[:15]:
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1]))
+        print(f"    {ms:7.1f} ms  [{q.category}] {q.text!r} {q.options or ''}")
+        print(f"               {parts}")
+        for form, form_ms, hits in forms:
+            if hits >= 0:
+                print(f"               {form:9s} {form_ms:7.1f} ms  hits {hits:3d}")
 
 
 # -- report --------------------------------------------------------------------------------------
