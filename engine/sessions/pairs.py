@@ -39,23 +39,31 @@ def _pair_word(word: str) -> str:
 
 
 def _pairs(words: Sequence[str]) -> Iterator[str]:
-    kept = [w for w in map(_pair_word, words) if w]
-    return (f"{first}_{second}" for first, second in pairwise(kept))
+    """Each word with the next, as pair tokens; ``words`` already as _pair_word makes them."""
+    return map("_".join, pairwise(words))
+
+
+def _column_words(column: str) -> list[str]:
+    if column.isascii():  # most text: nothing to normalise or fold but case
+        return WORD.findall(column.lower())
+    words = map(_pair_word, WORD.findall(unicodedata.normalize("NFKC", column)))
+    return [w for w in words if w]
 
 
 def pair_text(*columns: str | None) -> str:
     """The distinct adjacent word pairs of each column, as ``a_b`` tokens separated by spaces
-    (a phrase never spans two columns)."""
+    (a phrase never spans two columns). Runs in the triggers of every message insert."""
     pairs: dict[str, None] = {}
     for column in columns:
         if column:
-            pairs.update(dict.fromkeys(_pairs(WORD.findall(unicodedata.normalize("NFKC", column)))))
+            pairs.update(dict.fromkeys(_pairs(_column_words(column))))
     return " ".join(pairs)
 
 
 def phrase_pairs(words: Sequence[str]) -> str:
     """The FTS5 expression for the pair index: every pair of ``words`` (two or more)."""
-    return " AND ".join(dict.fromkeys(f'"{pair}"' for pair in _pairs(words)))
+    kept = [w for w in map(_pair_word, words) if w]
+    return " AND ".join(dict.fromkeys(f'"{pair}"' for pair in _pairs(kept)))
 
 
 @lru_cache(maxsize=64)
@@ -64,13 +72,19 @@ def _phrase_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, words)) + r"(?![^\W_])")
 
 
-def _folded(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text)
-    return text.lower() if text.isascii() else fold(text)
-
-
 def holds_phrase(columns: Sequence[str | None], words: Sequence[str]) -> bool:
-    """Whether one of ``columns`` has ``words`` next to each other, compared as the word index
-    compares them (case and accents folded)."""
-    pattern = _phrase_pattern(tuple(fold(w) for w in words))
-    return any(column and pattern.search(_folded(column)) for column in columns)
+    """Whether one of ``columns`` has ``words`` next to each other, as the pair index sees
+    words (split, then folded)."""
+    wanted = [w for w in map(_pair_word, words) if w]
+    size = len(wanted)
+    for column in columns:
+        if not column:
+            continue
+        if column.isascii():  # one regular expression over the text
+            if _phrase_pattern(tuple(wanted)).search(column.lower()):
+                return True
+            continue
+        have = _column_words(column)
+        if any(have[i : i + size] == wanted for i in range(len(have) - size + 1)):
+            return True
+    return False
