@@ -239,15 +239,15 @@ class SqliteFullText:
         walks = self._walks(query, form)
         if walks is None:
             return None
-        ids = self._id_range(filters)
+        id_range = self._id_range(filters)
         if order != "relevance":
             # Room for candidates that a phrase's confirmation turns down.
-            found = [self._walk(w, filters, 2 * limit, order == "newest", ids) for w in walks]
+            found = [self._walk(w, filters, 2 * limit, order == "newest", id_range) for w in walks]
             ids = sorted({i for f in found for i, _ in f}, reverse=order == "newest")
             return self._rows(self._confirmed([(i, 0.0) for i in ids], walks, found, limit))
         budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
         share = max(FEW, budget // len(walks))
-        found = [self._walk(w, filters, share, ids=ids) for w in walks]
+        found = [self._walk(w, filters, share, ids=id_range) for w in walks]
         if not any(found):
             return []
         if form != "any" and len(found[0]) <= FEW:
