@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from engine.home import Home
-from engine.sessions import maintenance
-from engine.sessions.pairs import holds_phrase, pair_text, phrase_pairs
+from engine.sessions import fts_sqlite, maintenance
+from engine.sessions.pairs import holds_phrase, pair_text, pair_tokens
 from engine.sessions.query import WORD, parse_query
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
@@ -53,7 +53,7 @@ def test_pairs_fold_case_and_accents_and_stay_one_token() -> None:
     ]
     # Folding that brings in ASCII punctuation must not split a pair: ⑴ is "(1)" under NFKC.
     assert all(re.fullmatch(r"[^\s\"()]+_[^\s\"()]+", p) for p in pair_text("⑴ x ½ ﬁle").split())
-    assert phrase_pairs(["a", "b", "a", "b"]) == '"a_b" AND "b_a"'  # each pair asked once
+    assert pair_tokens(["a", "b", "a", "b"]) == ['"a_b"', '"b_a"']  # each pair asked once
 
 
 def test_holds_phrase_compares_words_not_characters() -> None:
@@ -82,6 +82,24 @@ def test_excluded_phrase_and_single_words_beside_a_phrase(sqlite_store: SessionS
     assert _found(sqlite_store, '"billing queue" export') == [both]
     assert _found(sqlite_store, '"billing queue" -nightly.export') == [other]  # a phrase
     assert _found(sqlite_store, '"billing queue" -stalled') == [other]
+
+
+@pytest.mark.parametrize("probe", [1, 2, 200])
+def test_phrase_with_words_finds_the_same_whichever_index_leads(
+    sqlite_store: SessionStore, monkeypatch: pytest.MonkeyPatch, probe: int
+) -> None:
+    """A phrase with single words is walked through the pair index, the word index, or (when
+    both have many matches) the word index's own phrase matching: the answer is the same."""
+    monkeypatch.setattr(fts_sqlite, "PROBE", probe)
+    rare = _session(sqlite_store, "the nightly export of the billing queue to zanzibar")
+    common = [_session(sqlite_store, f"billing queue export number {i}") for i in range(3)]
+    _session(sqlite_store, "billing and a queue, zanzibar")  # the words, not the phrase
+    _session(sqlite_store, "export the queue for billing")
+    assert _found(sqlite_store, '"billing queue" zanzibar') == [rare]
+    assert _found(sqlite_store, '"the billing" export') == [rare]
+    assert set(_found(sqlite_store, 'export "billing queue"')) == {rare, *common}
+    assert set(_found(sqlite_store, 'export "billing queue" -zanzibar')) == set(common)
+    assert _found(sqlite_store, '"export of the billing" nightly') == [rare]  # confirmed
 
 
 def test_the_index_follows_inserts_edits_and_deletes(sqlite_store: SessionStore) -> None:

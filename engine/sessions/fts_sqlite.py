@@ -36,12 +36,13 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from engine.sessions.fulltext import Filters, Form, Hit, Order
-from engine.sessions.pairs import holds_phrase, phrase_pairs
+from engine.sessions.pairs import holds_phrase, pair_tokens
 from engine.sessions.query import Query, Term
 
 RANK_BUDGET = 500
 FILTERED_RANK_BUDGET = 250
 FEW = 24  # this many matches or fewer are all precise enough to return without ranking
+PROBE = 200  # newest matches read to tell which of two indexes has the fewer
 K1, B = 1.2, 0.75  # BM25's usual term saturation and length normalisation
 WORD_TABLE, TRIGRAM_TABLE, GRAM_TABLE = "messages_fts", "messages_trigram", "messages_cjk"
 PAIR_TABLE = "messages_pairs"
@@ -74,6 +75,24 @@ class _Walk:
     also: str = ""
     params: dict[str, object] = field(default_factory=dict)
     confirm: tuple[tuple[str, ...], ...] = ()  # phrases of 3+ words to confirm on the text
+    flip: _Walk | None = None  # the same matches, walked through the other index
+    fallback: _Walk | None = None  # the same matches, for when both indexes have many
+
+
+def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
+    """A condition on the message found (``f``): ``table`` has each of ``tokens`` for it.
+
+    One look-up per token: FTS5 answers a single token for one rowid with a seek, but an
+    expression of several by searching for its next match from that rowid on, which for a
+    rare combination can mean the rest of the index."""
+    conditions = []
+    for token in tokens:
+        name = f"t{len(params)}"
+        params[name] = token
+        conditions.append(
+            f"EXISTS (SELECT 1 FROM {table} WHERE {table} MATCH :{name} AND rowid = f.rowid)"
+        )
+    return "(" + " AND ".join(conditions) + ")"
 
 
 def _token_count(sizes: bytes) -> int:
@@ -151,31 +170,46 @@ class SqliteFullText:
     def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
         """Messages holding every one of ``terms`` and none of ``excluded``."""
         phrases = [t for t in terms if len(t.words) > 1]
-        if not phrases:
-            match = " AND ".join(t.fts() for t in terms)
-            if excluded:
-                match += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
-            return _Walk(WORD_TABLE, match, WORD_TABLE)
-        # Walk the pairs of the phrases; single words and exclusions are asked of the word
-        # index (or, for an excluded phrase, the pair index) message by message.
-        also, params = "", {}
         singles = [t for t in terms if len(t.words) == 1]
-        if singles:
-            also += f" AND EXISTS (SELECT 1 FROM {WORD_TABLE} WHERE {WORD_TABLE} MATCH :rest "
-            also += "AND rowid = f.rowid)"
-            params["rest"] = " AND ".join(t.fts() for t in singles)
-        for i, term in enumerate(excluded):
-            table = WORD_TABLE if len(term.words) == 1 else PAIR_TABLE
-            also += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE {table} MATCH :x{i} "
-            also += "AND rowid = f.rowid)"
-            params[f"x{i}"] = term.fts() if len(term.words) == 1 else phrase_pairs(term.words)
+        in_words = " AND ".join(t.fts() for t in terms)
+        if excluded:
+            in_words += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
+        if not phrases:
+            return _Walk(WORD_TABLE, in_words, WORD_TABLE)
+        # Exclusions are asked message by message: of the word index for a word, of the pair
+        # index for a phrase (all of its pairs).
+        params: dict[str, object] = {}
+        unless = "".join(
+            " AND NOT " + _holds(PAIR_TABLE if len(t.words) > 1 else WORD_TABLE, tokens, params)
+            for t in excluded
+            for tokens in [pair_tokens(t.words) if len(t.words) > 1 else [t.fts()]]
+        )
+        pairs = [token for t in phrases for token in pair_tokens(t.words)]
+        confirm = tuple(t.words for t in phrases if len(t.words) > 2)
+        by_pairs = _Walk(PAIR_TABLE, " AND ".join(pairs), WORD_TABLE, unless, params, confirm)
+        if not singles:
+            return by_pairs
+        # Phrases and single words: walk the index where the matches are few and ask the other
+        # about each message found; when both are many, the word index matches phrases itself
+        # (FTS5 checks positions far faster than a lookup per message costs).
+        words = [t.fts() for t in singles]
+        also_pairs = dict(params)
         return _Walk(
             PAIR_TABLE,
-            " AND ".join(phrase_pairs(t.words) for t in phrases),
+            by_pairs.match,
             WORD_TABLE,
-            also,
+            unless + " AND " + _holds(WORD_TABLE, words, params),
             params,
-            tuple(t.words for t in phrases if len(t.words) > 2),
+            confirm,
+            flip=_Walk(
+                WORD_TABLE,
+                " AND ".join(words),
+                WORD_TABLE,
+                unless + " AND " + _holds(PAIR_TABLE, pairs, also_pairs),
+                also_pairs,
+                confirm,
+            ),
+            fallback=_Walk(WORD_TABLE, in_words, WORD_TABLE),
         )
 
     def _walks(self, query: Query, form: Form) -> list[_Walk] | None:
@@ -198,6 +232,30 @@ class SqliteFullText:
         return [self._all_of([t], query.excluded) for t in query.terms]
 
     # -- walking and ranking ----------------------------------------------------------------
+
+    def _sparser(self, walk: _Walk) -> _Walk:
+        """Of a walk and its flip, the one through the index with the fewer matches, judged by
+        their newest ``PROBE`` matches; the fallback when both have that many."""
+        if walk.flip is None:
+            return walk
+
+        def count(candidate: _Walk) -> int:
+            table = candidate.table
+            return int(
+                self.conn.execute(
+                    text(
+                        f"SELECT count(*) FROM (SELECT rowid FROM {table} "
+                        f"WHERE {table} MATCH :match ORDER BY rowid DESC LIMIT {PROBE})"
+                    ),
+                    {"match": candidate.match},
+                ).scalar_one()
+            )
+
+        sizes = [(count(candidate), candidate) for candidate in (walk, walk.flip)]
+        size, fewest = min(sizes, key=lambda pair: pair[0])
+        if size < PROBE or walk.fallback is None:
+            return fewest
+        return walk.fallback
 
     def _walk(
         self,
@@ -239,6 +297,7 @@ class SqliteFullText:
         walks = self._walks(query, form)
         if walks is None:
             return None
+        walks = [self._sparser(w) for w in walks]
         id_range = self._id_range(filters)
         if order != "relevance":
             # Room for candidates that a phrase's confirmation turns down.

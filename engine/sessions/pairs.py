@@ -60,10 +60,11 @@ def pair_text(*columns: str | None) -> str:
     return " ".join(pairs)
 
 
-def phrase_pairs(words: Sequence[str]) -> str:
-    """The FTS5 expression for the pair index: every pair of ``words`` (two or more)."""
+def pair_tokens(words: Sequence[str]) -> list[str]:
+    """The pair tokens a message holds when it holds the phrase ``words`` (two or more), each
+    quoted for FTS5, each once."""
     kept = [w for w in map(_pair_word, words) if w]
-    return " AND ".join(dict.fromkeys(f'"{pair}"' for pair in _pairs(kept)))
+    return list(dict.fromkeys(f'"{pair}"' for pair in _pairs(kept)))
 
 
 @lru_cache(maxsize=64)
