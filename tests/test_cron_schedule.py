@@ -187,7 +187,9 @@ def _brute_next(expression: str, after: datetime) -> datetime | None:
     weekdays = {d % 7 for d in _brute_values(dow, 0, 7)}
     either = not dom.startswith("*") and not dow.startswith("*")
     moment = after.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    end = after + timedelta(days=800)
+    # A date and a weekday together ("* * 1 1 */5": 1 January on a Friday or Sunday) can be
+    # years away; weekdays and dates repeat within 28 years.
+    end = after + timedelta(days=366 * 29)
     while moment < end:
         in_dom = moment.day in days
         in_dow = (moment.weekday() + 1) % 7 in weekdays
@@ -220,6 +222,7 @@ expressions = st.tuples(
 @pytest.mark.usefixtures("zone")
 @settings(max_examples=150, deadline=None)
 @example(expression="* * * * 1/1", after=datetime(2024, 9, 1, 0, 0))
+@example(expression="* * 1 1 */5", after=datetime(2024, 1, 1, 0, 0))
 @given(
     expression=expressions,
     after=st.datetimes(min_value=datetime(2024, 1, 1), max_value=datetime(2030, 12, 31)),
@@ -227,6 +230,6 @@ expressions = st.tuples(
 def test_next_slot_matches_a_brute_force_scan(expression: str, after: datetime) -> None:
     expected = _brute_next(expression, after)
     slot = parse_schedule(expression).next_after(after.timestamp())
-    assert expected is not None  # days 1-28 exist in every month
+    assert expected is not None  # days 1-28 exist in every month, every weekday within 28 years
     assert slot is not None
     assert datetime.fromtimestamp(slot) == expected
