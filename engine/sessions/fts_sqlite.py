@@ -169,8 +169,9 @@ class SqliteFullText:
 
     def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
         """Messages holding every one of ``terms`` and none of ``excluded``."""
-        phrases = [t for t in terms if len(t.words) > 1]
-        singles = [t for t in terms if len(t.words) == 1]
+        # A phrase whose words all fold away but one has no pair: it is a single word here.
+        phrases = [t for t in terms if len(t.words) > 1 and pair_tokens(t.words)]
+        singles = [t for t in terms if t not in phrases]
         in_words = " AND ".join(t.fts() for t in terms)
         if excluded:
             in_words += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
@@ -180,9 +181,9 @@ class SqliteFullText:
         # index for a phrase (all of its pairs).
         params: dict[str, object] = {}
         unless = "".join(
-            " AND NOT " + _holds(PAIR_TABLE if len(t.words) > 1 else WORD_TABLE, tokens, params)
+            " AND NOT " + _holds(PAIR_TABLE if tokens else WORD_TABLE, tokens or [t.fts()], params)
             for t in excluded
-            for tokens in [pair_tokens(t.words) if len(t.words) > 1 else [t.fts()]]
+            for tokens in [pair_tokens(t.words) if len(t.words) > 1 else []]
         )
         pairs = [token for t in phrases for token in pair_tokens(t.words)]
         confirm = tuple(t.words for t in phrases if len(t.words) > 2)
