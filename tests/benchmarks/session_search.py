@@ -7,7 +7,7 @@ For each size: a fresh home in a temporary folder, the deterministic corpus of
 (``engine.sessions.transfer.import_sessions``), then
 
 * build: import time, messages per second, database and WAL size;
-* discover: p50/p95/max over ~250 queries (rare and common words, phrases, mixed, loose
+* discover: p50/p95/max over ~260 queries (rare and common words, phrases, mixed, loose
   multi-word queries, identifiers/paths/URLs/versions, CJK substrings, filters and
   ``order=newest``, planted needles), each timed around the public ``session_search`` call,
   run ``--passes`` times (3): each query's median over the passes, and the first pass alone
@@ -182,6 +182,12 @@ def build_queries(corpus: Corpus, seed: int = QUERY_SEED) -> list[Q]:
         queries.append(Q("filters/order", text, dict(filtered[i % len(filtered)])))
     for needle in NEEDLES:
         queries.append(Q(f"needle ({needle.kind})", needle.query, dict(needle.filters), needle))
+    # A quoted phrase with a word beside it: the phrase and the word are found through
+    # different indexes, and either may be the rare side.
+    phrases = [q.text.strip('"') for q in queries if q.category.endswith("phrase")]
+    for i in range(10):
+        word = rare() if i % 2 else common()
+        queries.append(Q("phrase + word", f'"{phrases[i * 3]}" {word}'))
     rng.shuffle(queries)
     return queries
 
