@@ -63,10 +63,12 @@ def parse_time(value: str | float | int | None) -> float | None:
     return moment.timestamp()
 
 
-_SESSION_SQL = text(
+# What a result shows of its session: one session, and every session of a page of results.
+_SESSION_FIELDS = (
     "SELECT id AS session_id, title, source, started_at, ended_at, end_reason, "
-    "parent_session_id, root_session_id, message_count FROM sessions WHERE id = :sid"
+    "parent_session_id, root_session_id, message_count FROM sessions"
 )
+_SESSION_SQL = text(f"{_SESSION_FIELDS} WHERE id = :sid")
 _COLUMNS = "id, role, content, timestamp, tool_name, tool_calls"
 _BEFORE_SQL = text(
     f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id < :at "
@@ -101,10 +103,9 @@ def _cards_sql(cards: int) -> TextClause:
     )
 
 
-_SESSIONS_SQL = text(
-    "SELECT id AS session_id, title, source, started_at, ended_at, end_reason, "
-    "parent_session_id, root_session_id, message_count FROM sessions WHERE id IN :ids"
-).bindparams(bindparam("ids", expanding=True))
+_SESSIONS_SQL = text(f"{_SESSION_FIELDS} WHERE id IN :ids").bindparams(
+    bindparam("ids", expanding=True)
+)
 
 
 def _msg(row: Any) -> dict[str, Any]:
