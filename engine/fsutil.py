@@ -23,6 +23,32 @@ def real_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def resolves_inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, with every symlink on the way followed, ends inside ``root`` (itself
+    resolved). A dangling link counts by where it points; a link loop is never inside.
+
+    The one check for "does this path stay in its tree": migration uses it for the source
+    workspace, the home for its own folders.
+    """
+    try:
+        real = os.path.realpath(path, strict=False)
+        base = os.path.realpath(root, strict=False)
+    except (OSError, RuntimeError, ValueError):  # a loop on some Pythons raises
+        return False
+    return os.path.commonpath([real, base]) == base
+
+
+def link_target(path: Path) -> str:
+    """Where a link at ``path`` leads, for messages (the resolved path, or the raw link)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, RuntimeError, ValueError):
+        try:
+            return os.readlink(path)
+        except OSError:
+            return "?"
+
+
 def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:

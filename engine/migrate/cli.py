@@ -221,6 +221,7 @@ def describe(report: MigrationReport) -> str:
         [f"{e.file}:{e.line} {e.reason}" for e in report.outcomes("invalid")],
     )
     section("Skipped files:", [f"{f.path}: {f.reason}" for f in skipped])
+    section("Links leading out of their folder (not followed):", report.refused_links, None)
     overflow = report.outcomes("overflow") + report.outcomes("displaced")
     if overflow:
         if report.overflow_file:

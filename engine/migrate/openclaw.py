@@ -45,7 +45,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from engine.config import Config, ConfigError, load_config
-from engine.fsutil import TEMP_PREFIX, atomic_write_bytes, atomic_write_text, fsync_dir, locked
+from engine.fsutil import (
+    TEMP_PREFIX,
+    atomic_write_bytes,
+    atomic_write_text,
+    fsync_dir,
+    link_target,
+    locked,
+    resolves_inside,
+)
 from engine.home import Home
 from engine.memory import threats
 from engine.memory.entries import DELIMITER, EntryError, Target, clean_entry, usage
@@ -228,6 +236,9 @@ class MigrationReport(BaseModel):
     report_file: Path | None = None
     event_ids: list[int] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # Links in the source (or at the AGENTS.md destination) that lead out of their tree and
+    # were not followed: "path -> where it leads".
+    refused_links: list[str] = Field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -354,8 +365,24 @@ class _Skip(Exception):
     """A source file that is not read; the message is the reason shown in the report."""
 
 
-def read_source_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, int]:
-    """A source file's text and size, or :class:`_Skip` with a reason a user can act on."""
+def _leaves(path: Path, tree: Path | None) -> bool:
+    return tree is not None and not resolves_inside(path, tree)
+
+
+def _refusal(path: Path) -> str:
+    return f"a link to {link_target(path)}, outside the source folder: not followed"
+
+
+def read_source_text(
+    path: Path, max_bytes: int = MAX_FILE_BYTES, tree: Path | None = None
+) -> tuple[str, int]:
+    """A source file's text and size, or :class:`_Skip` with a reason a user can act on.
+
+    With ``tree``, a file reached through a link that leads outside it is refused: a workspace
+    whose SOUL.md links to /etc/passwd must not put that file in every system prompt.
+    """
+    if _leaves(path, tree):
+        raise _Skip(_refusal(path))
     try:
         info = path.stat()
     except OSError as exc:
@@ -470,8 +497,15 @@ def _workspace_files(workspace: Path) -> dict[str, list[Path]]:
     return found
 
 
-def _daily_files(workspace: Path, files: list[SourceFile]) -> list[tuple[Path, str]]:
+def _daily_files(
+    workspace: Path, files: list[SourceFile], tree: Path | None = None
+) -> list[tuple[Path, str]]:
     folder = workspace / "memory"
+    if os.path.lexists(folder) and _leaves(folder, tree):
+        files.append(
+            SourceFile(path="memory/", kind="daily", status="skipped", reason=_refusal(folder))
+        )
+        return []
     try:
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
@@ -566,9 +600,12 @@ def plan_migration(
     except ConfigError as exc:
         raise MigrationError("config", str(exc)) from exc
     workspace = source.workspace
+    # Every file read must resolve inside the workspace as it really is (the workspace itself
+    # may be a link, e.g. into a synced folder); links leading elsewhere are refused.
+    tree = Path(os.path.realpath(workspace))
     files: list[SourceFile] = []
     found = _workspace_files(workspace)
-    daily = _daily_files(workspace, files)
+    daily = _daily_files(workspace, files, tree)
     for path in found["other"]:
         files.append(
             SourceFile(
@@ -595,7 +632,7 @@ def plan_migration(
         record = SourceFile(path=rel, kind=kind, date=day, status="parsed")
         files.append(record)
         file_of[rel] = record
-        skipped, size, parsed = _read_and_parse(path, options.max_file_bytes)
+        skipped, size, parsed = _read_and_parse(path, options.max_file_bytes, tree)
         if parsed is None:
             record.status, record.reason = "skipped", skipped
             continue
@@ -650,8 +687,8 @@ def plan_migration(
 
     agents_to = options.workspace_target / "AGENTS.md" if options.workspace_target else None
     planned = [
-        _plan_copy("SOUL.md", found["soul"], home.soul_file, options),
-        _plan_copy("AGENTS.md", found["agents"], agents_to, options),
+        _plan_copy("SOUL.md", found["soul"], home.soul_file, options, tree),
+        _plan_copy("AGENTS.md", found["agents"], agents_to, options, tree),
     ]
     copies = [c for c in planned if c is not None]
     for copy in copies:
@@ -666,6 +703,10 @@ def plan_migration(
     counts = Counts()
     for plan in targets:
         counts.merge(plan.counts)
+    refused = [f"{f.path} -> {f.reason}" for f in files if f.reason and "not followed" in f.reason]
+    refused += [
+        f"{c.destination} -> {c.reason}" for c in copies if c.reason and "not written" in c.reason
+    ]
     report = MigrationReport(
         home=home.root,
         source=source,
@@ -675,6 +716,7 @@ def plan_migration(
         files=sorted(files, key=lambda f: f.path),
         entries=outcomes,
         counts=counts,
+        refused_links=refused,
     )
     if report.overflowing:
         wanted = {(e.target.value, e.text) for e in report.overflowing}
@@ -720,10 +762,12 @@ def _parallel_ok(files: int) -> bool:
     )
 
 
-def _read_and_parse(path: Path, max_bytes: int) -> tuple[str | None, int, Parsed | None]:
+def _read_and_parse(
+    path: Path, max_bytes: int, tree: Path | None = None
+) -> tuple[str | None, int, Parsed | None]:
     """One file's blocks and its size, or the reason it is skipped."""
     try:
-        text, size = read_source_text(path, max_bytes)
+        text, size = read_source_text(path, max_bytes, tree)
     except _Skip as exc:
         return str(exc), 0, None
     return None, size, parse_markdown(text)
@@ -1000,14 +1044,18 @@ def _ops(plan: TargetPlan) -> list[AddOp | RemoveOp]:
 
 
 def _plan_copy(
-    name: str, sources: list[Path], destination: Path | None, options: Options
+    name: str,
+    sources: list[Path],
+    destination: Path | None,
+    options: Options,
+    tree: Path | None = None,
 ) -> FileCopy | None:
     if not sources:
         return None
     source = sources[0]
     copy = FileCopy(name=name, source=source, destination=destination, action="skipped")
     try:
-        text, _ = read_source_text(source, options.max_file_bytes)
+        text, _ = read_source_text(source, options.max_file_bytes, tree)
     except _Skip as exc:
         copy.reason = str(exc)
         return copy
@@ -1018,6 +1066,13 @@ def _plan_copy(
         return copy
     if not text.strip():
         copy.reason = "empty"
+        return copy
+    if name == "AGENTS.md" and _leaves(destination, options.workspace_target):
+        # A link there (dangling or not) would be written through to a file elsewhere.
+        copy.reason = (
+            f"{destination} is a link to {link_target(destination)}, outside "
+            f"--workspace-target: not written through"
+        )
         return copy
     verdict = threats.scan(text)
     if verdict.blocked:
@@ -1049,7 +1104,7 @@ def _stamp(folder: Path) -> Path:
     for n in range(1, 1000):
         candidate = folder / (base if n == 1 else f"{base}-{n}")
         try:
-            candidate.mkdir()
+            candidate.mkdir(mode=0o700)  # its files hold memory entries: the owner's only
             return candidate
         except FileExistsError:
             continue
@@ -1172,9 +1227,10 @@ def apply_migration(
             advance()
         if done.overflowing:
             done.overflow_file = run_dir / "overflow.md"
-            atomic_write_text(done.overflow_file, _overflow_markdown(done, stamp))
+            atomic_write_text(done.overflow_file, _overflow_markdown(done, stamp), mode=0o600)
         done.report_file = run_dir / "report.json"
-        atomic_write_text(done.report_file, done.model_dump_json(indent=2))
+        # Owner only, like the backup: both hold every memory entry the run saw.
+        atomic_write_text(done.report_file, done.model_dump_json(indent=2), mode=0o600)
         fsync_dir(run_dir)
         advance()
     return done
@@ -1228,8 +1284,14 @@ def _write_target(
 
 def _write_copy(copy: FileCopy, done: MigrationReport) -> None:
     assert copy.destination is not None
+    tree = Path(os.path.realpath(done.source.workspace))
+    target = done.options.workspace_target if copy.name == "AGENTS.md" else None
+    if _leaves(copy.destination, target):
+        copy.action, copy.reason = "skipped", "the destination became a link meanwhile"
+        done.warnings.append(f"{copy.name} not copied: {copy.reason}")
+        return
     try:
-        data = read_source_text(copy.source, done.options.max_file_bytes)[0].encode("utf-8")
+        data = read_source_text(copy.source, done.options.max_file_bytes, tree)[0].encode("utf-8")
     except _Skip as exc:
         data, reason = b"", str(exc)
     else:
