@@ -401,7 +401,7 @@ def _write_raw(home: Home, jobs: list[Any]) -> None:
 
 @contextlib.contextmanager
 def _jobs_locked(home: Home) -> Iterator[None]:
-    home.cron_dir.mkdir(parents=True, exist_ok=True)
+    home.safe_folder(home.cron_dir).mkdir(parents=True, exist_ok=True)
     with locked(home.cron_dir / "jobs.yaml.lock"):
         yield
 
@@ -538,7 +538,7 @@ def load_state(home: Home, name: str) -> JobState:
 
 def _save_state(home: Home, name: str, state: JobState) -> None:
     path = _state_file(home, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    home.safe_folder(path.parent).mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, state.model_dump_json(indent=2) + "\n")
 
 
@@ -565,7 +565,7 @@ def _run_lock(home: Home, name: str) -> Iterator[bool]:
     flock belongs to the open file, so a crashed run leaves no stale lock behind.
     """
     path = _lock_file(home, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    home.safe_folder(path.parent).mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
@@ -697,7 +697,7 @@ def compose_prompt(job: CronJob, state: JobState) -> tuple[str, bool]:
 
 
 def _output_path(home: Home, name: str, started: float) -> Path:
-    folder = output_dir(home, name)
+    folder = home.safe_folder(output_dir(home, name))
     folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S")
     path = folder / f"{stamp}.md"

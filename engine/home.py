@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.fsutil import link_target, resolves_inside
+
 PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HOME_ENV = "CAIRN_HOME"
 ROOT_PROFILE = "default"  # the root home itself, never a folder under profiles/
@@ -90,10 +92,45 @@ class Home:
         return self.root / ACTIVE_PROFILE_FILE
 
     def profile(self, name: str) -> Home:
-        """The profile ``name`` of this (root) home; ``default`` is the home itself."""
+        """The profile ``name`` of this (root) home; ``default`` is the home itself.
+
+        A profile folder (or ``profiles/`` itself) that is a link leading out of the root is
+        refused: ``profiles/evil -> /etc`` would make every write of that profile land there.
+        """
         if validate_profile_name(name) == ROOT_PROFILE:
             return self
-        return Home(self.profiles_dir / name)
+        return Home(self.safe_folder(self.profiles_dir / name))
+
+    def safe_folder(self, folder: Path) -> Path:
+        """``folder`` (a folder of this home Cairn creates files in), checked not to lead out of
+        the home through a link; :class:`HomeError` naming the link otherwise.
+
+        The rule (docs/profiles-and-cron.md): single files of a home may be links anywhere (a
+        MEMORY.md kept in a dotfiles repository is written through), folders may not; a link
+        to a folder is followed only while it stays inside the home.
+        """
+        if not resolves_inside(folder, self.root):
+            link = _outermost_link(folder, self.root)
+            raise HomeError(
+                f"{link} is a link to {link_target(link)}, outside the home {self.root}; "
+                "Cairn does not create files through a linked folder. Replace the link with a "
+                "real folder (links to single files, such as MEMORY.md, are fine)"
+            )
+        return folder
+
+
+def _outermost_link(folder: Path, root: Path) -> Path:
+    """The first component of ``folder`` below ``root`` that is a link (for the message)."""
+    try:
+        parts = folder.relative_to(root).parts
+    except ValueError:
+        return folder
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return folder
 
 
 def validate_profile_name(name: str) -> str:

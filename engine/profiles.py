@@ -128,7 +128,10 @@ class Profiles:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.root.profiles_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.safe_folder(self.root.profiles_dir).mkdir(parents=True, exist_ok=True)
+        except HomeError as exc:
+            raise ProfileError("unsafe", str(exc)) from exc
         with locked(self.root.profiles_dir / ".lock"):
             yield
 
@@ -147,7 +150,18 @@ class Profiles:
         return info
 
     def list(self) -> list[ProfileInfo]:
-        return [self.info(name) for name in [ROOT_PROFILE, *self.names()]]
+        infos = []
+        for name in [ROOT_PROFILE, *self.names()]:
+            try:
+                infos.append(self.info(name))
+            except ProfileError as exc:  # a linked folder leading out: listed, never used
+                path = str(self.root.profiles_dir / name)
+                infos.append(
+                    ProfileInfo(
+                        name=name, path=path, active=False, exists=True, problems=[exc.message]
+                    )
+                )
+        return infos
 
     # -- changing ------------------------------------------------------------------------
 

@@ -95,3 +95,91 @@ def test_a_dangling_agents_md_link_in_the_workspace_target_is_not_written_throug
     assert code == 0
     assert "not written through" in out
     assert not victim.exists()
+
+
+# -- links inside the home ---------------------------------------------------------------------
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _one_line_error(err: str) -> None:
+    assert err.startswith("cairn: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_profile_folder_linked_to_a_system_folder_is_refused(
+    home: Home, outside: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: profiles/evil -> /etc, then `cairn --profile evil memory add`. The user sees a
+    one-line error naming the link; nothing is created in /etc; `profile list` still lists
+    the others and shows the problem."""
+    home.profiles_dir.mkdir(parents=True)
+    os.symlink(outside, home.profiles_dir / "evil")
+    before = sorted(p.name for p in outside.iterdir())
+    code, _, err = _run(
+        capsys, "--home", str(home.root), "--profile", "evil", "memory", "add", "A fact"
+    )
+    assert code == 1
+    _one_line_error(err)
+    assert "is a link to" in err and "outside the home" in err
+    assert sorted(p.name for p in outside.iterdir()) == before
+    code, out, _ = _run(capsys, "--home", str(home.root), "profile", "list", "--json")
+    assert code == 0 and "outside the home" in out
+
+
+def test_a_profiles_folder_linked_out_of_the_root_is_refused(
+    home: Home, outside: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: profiles -> /etc, then `cairn profile create work`. Refused; /etc unchanged."""
+    home.root.mkdir(parents=True)
+    os.symlink(outside, home.profiles_dir)
+    before = sorted(p.name for p in outside.iterdir())
+    code, _, err = _run(capsys, "--home", str(home.root), "profile", "create", "work")
+    assert code == 1
+    _one_line_error(err)
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
+@pytest.mark.parametrize("linked", ["skills", "skills/ops", "memories", "pending"])
+def test_writes_through_a_linked_home_folder_are_refused(
+    home: Home, outside: Path, capsys: pytest.CaptureFixture[str], linked: str
+) -> None:
+    """Tried: a home folder Cairn writes in (skills/, a skill category, memories/, pending/)
+    is a link to /etc, then a skill create or a memory add / staged add. The user sees a
+    one-line error naming the link; nothing appears in /etc."""
+    link = home.root / linked
+    link.parent.mkdir(parents=True)
+    os.symlink(outside, link)
+    before = sorted(p.name for p in outside.rglob("*"))
+    base = ["--home", str(home.root)]
+    if linked.startswith("skills"):
+        argv = [*base, "skills", "create", "deploy", "--description", "How to deploy"]
+        if linked == "skills/ops":
+            argv += ["--category", "ops"]
+    elif linked == "pending":
+        assert _run(capsys, *base, "memory", "approval", "on")[0] == 0
+        argv = [*base, "memory", "add", "A fact"]
+    else:
+        argv = [*base, "memory", "add", "A fact"]
+    code, _, err = _run(capsys, *argv)
+    assert code == 1, err
+    _one_line_error(err)
+    assert "is a link to" in err
+    assert sorted(p.name for p in outside.rglob("*")) == before
+
+
+def test_a_memory_file_linked_into_a_dotfiles_folder_stays_supported(
+    home: Home, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: MEMORY.md is a link to a dotfiles file outside the home. Writes go through the
+    link (the documented exception for single files)."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    home.memories_dir.mkdir(parents=True)
+    os.symlink(dotfiles / "MEMORY.md", home.memories_dir / "MEMORY.md")
+    code, _, err = _run(capsys, "--home", str(home.root), "memory", "add", "A fact")
+    assert code == 0, err
+    assert (dotfiles / "MEMORY.md").read_text("utf-8") == "A fact"

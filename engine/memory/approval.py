@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from engine.fsutil import atomic_write_text
+from engine.home import Home, HomeError
 from engine.memory.errors import MemoryToolError
 
 Origin = Literal["foreground", "background_review"]
@@ -35,9 +36,10 @@ class PendingWrite(BaseModel):
 class PendingQueue:
     """Staged writes of one subsystem (memory, skills), one JSON file each in ``folder``."""
 
-    def __init__(self, folder: Path, subsystem: str = "memory") -> None:
+    def __init__(self, folder: Path, subsystem: str = "memory", home: Home | None = None) -> None:
         self.folder = folder
         self.subsystem = subsystem
+        self.home = home  # given: the folder must not lead out of it through a link
 
     def _path(self, pending_id: str) -> Path:
         # Ids are 8 hex digits; anything else could be a path trick.
@@ -53,6 +55,11 @@ class PendingQueue:
         origin: Origin,
         session_id: str | None = None,
     ) -> PendingWrite:
+        if self.home is not None:
+            try:
+                self.home.safe_folder(self.folder)
+            except HomeError as exc:
+                raise MemoryToolError("unsafe", f"{exc}; nothing was staged") from exc
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             while True:

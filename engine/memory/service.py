@@ -72,7 +72,7 @@ class MemoryService:
             log.warning("memory history unavailable: %s", exc)
             self.history, self.history_error = None, str(exc)
         self.store = MemoryStore(home, self.config, self.history)
-        self.queue = PendingQueue(home.pending_memory_dir)
+        self.queue = PendingQueue(home.pending_memory_dir, home=home)
         # Told about writes that reached the file (never staged ones), e.g. so an external
         # memory provider can mirror them.
         self.on_committed: list[CommitObserver] = []

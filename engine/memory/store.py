@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engine.config import Config
 from engine.fsutil import atomic_write_text, locked, real_target
-from engine.home import Home
+from engine.home import Home, HomeError
 from engine.memory import threats
 from engine.memory.entries import Target, is_canonical, parse, render, usage
 from engine.memory.errors import MemoryToolError
@@ -188,6 +188,10 @@ class MemoryStore:
             )
         refuse_blocked(ops, "written")
         path = self.path(target)
+        try:
+            self.home.safe_folder(path.parent)
+        except HomeError as exc:
+            raise MemoryToolError("unsafe", f"{exc}; nothing was written") from exc
         with contextlib.ExitStack() as stack:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

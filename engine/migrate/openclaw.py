@@ -54,7 +54,7 @@ from engine.fsutil import (
     locked,
     resolves_inside,
 )
-from engine.home import Home
+from engine.home import Home, HomeError
 from engine.memory import threats
 from engine.memory.entries import DELIMITER, EntryError, Target, clean_entry, usage
 from engine.memory.errors import MemoryToolError
@@ -1191,7 +1191,10 @@ def apply_migration(
     if not report.writes_anything:
         return done
     config = config if config is not None else load_config(home)
-    home.migration_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        home.safe_folder(home.migration_dir).mkdir(parents=True, exist_ok=True)
+    except HomeError as exc:
+        raise MigrationError("unsafe", f"{exc}; nothing was changed") from exc
     with locked(home.migration_dir / ".lock"):
         run_dir = _stamp(home.migration_dir)
         stamp = run_dir.name

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from engine.config import Config, load_config
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, fsync_dir, locked
-from engine.home import Home
+from engine.home import Home, HomeError
 from engine.memory.approval import Origin, PendingQueue, PendingWrite
 from engine.memory.errors import MemoryToolError
 from engine.skills.guard import (
@@ -232,7 +232,7 @@ class SkillPendingQueue(PendingQueue):
     SUBSYSTEM = "skills"
 
     def __init__(self, home: Home) -> None:
-        super().__init__(home.pending_dir / self.SUBSYSTEM, self.SUBSYSTEM)
+        super().__init__(home.pending_dir / self.SUBSYSTEM, self.SUBSYSTEM, home)
 
     def stage(
         self,
@@ -430,7 +430,7 @@ class SkillManager:
     ) -> dict[str, Any]:
         """Check ``request`` against the skills as they are now and commit it."""
         mode: Mode = "review" if reviewed else "write"
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._safe(self.root).mkdir(parents=True, exist_ok=True)
         with locked(self.root / LOCK_FILE):
             change = self._plan(request, mode)
             try:
@@ -456,7 +456,7 @@ class SkillManager:
     def stage(self, request: SkillRequest) -> dict[str, Any]:
         """Check ``request`` now (so the model hears at once what could never be approved)
         and queue it for the user."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._safe(self.root).mkdir(parents=True, exist_ok=True)
         with locked(self.root / LOCK_FILE):
             change = self._plan(request, "review")
         warnings = self._warnings(change)
@@ -580,10 +580,18 @@ class SkillManager:
             )
         return verdict
 
+    def _safe(self, folder: Path) -> Path:
+        """``folder``, refused when a link takes it out of the home (``skills -> /etc``)."""
+        try:
+            return self.home.safe_folder(folder)
+        except HomeError as exc:
+            raise SkillError("path", f"{exc}; nothing was written") from exc
+
     def _plan(self, request: SkillRequest, mode: Mode) -> _Change:
         if isinstance(request, CreateRequest):
             return self._plan_create(request, mode)
         folder, ref = self._locate(request.name)
+        self._safe(folder)
         if isinstance(request, PatchRequest):
             return self._plan_patch(request, folder, ref, mode)
         if isinstance(request, EditRequest):
@@ -670,7 +678,7 @@ class SkillManager:
                 f"a skill or folder named {name!r} already exists ({taken}); "
                 "patch or edit it, or choose another name",
             )
-        parent = self.root / category if category else self.root
+        parent = self._safe(self.root / category if category else self.root)
         if category and (parent / SKILL_FILE).exists():
             raise SkillError("invalid", f"{category!r} is a skill, not a category")
         ref = f"{category}/{name}" if category else name

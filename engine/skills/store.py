@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.fsutil import resolves_inside
 from engine.home import Home
 
 __all__ = [
@@ -348,10 +349,6 @@ def check_relpath(file: object, *, for_write: bool) -> PurePosixPath:
     return rel
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def resolve_in_skill(skill_dir: Path, rel: PurePosixPath, *, for_write: bool) -> Path:
     """The real path of ``rel`` inside ``skill_dir``, after checking the filesystem.
 
@@ -372,9 +369,7 @@ def resolve_in_skill(skill_dir: Path, rel: PurePosixPath, *, for_write: bool) ->
                 raise SkillError(
                     "path", f"{rel} goes through a symbolic link ({current.name}); refused"
                 )
-    root = os.path.realpath(skill_dir)
-    real = os.path.realpath(target)
-    if not _within(real, root):
+    if not resolves_inside(target, skill_dir):
         raise SkillError("path", f"{rel} resolves outside the skill folder; refused")
     return target
 
@@ -463,7 +458,7 @@ def _load_one(home: Home, folder: Path, category: str | None) -> Skill:
     try:
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
-            if not _within(os.path.realpath(path), os.path.realpath(folder)):
+            if not resolves_inside(path, folder):
                 raise SkillError("path", f"{shown}: a symbolic link pointing outside the skill")
             info = path.stat()
         size = info.st_size
@@ -590,7 +585,7 @@ def read_document(skill: Skill) -> SkillDocument:
     """The SKILL.md of a loaded skill, read now (it may have changed since loading)."""
     path = skill.skill_md
     try:
-        if not _within(os.path.realpath(path), os.path.realpath(skill.folder)):
+        if not resolves_inside(path, skill.folder):
             raise SkillError("path", f"{skill.ref}/SKILL.md points outside the skill")
         if path.stat().st_size > READ_CEILING_BYTES:
             raise SkillError("too_large", f"{skill.ref}/SKILL.md is too large to read")
