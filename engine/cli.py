@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import __version__
@@ -84,15 +85,103 @@ def _fail(payload: dict[str, Any], as_json: bool) -> int:
     return 1
 
 
-def _open_window(args: argparse.Namespace) -> int:
+EXIT_FAILED = 1
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in Cairn, not in the input
+EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for `… | head`
+DEBUG_ENV = "CAIRN_DEBUG"
+MESSAGE_CHARS = 600
+
+
+def _one_line(text: str) -> str:
+    """A message as one line of bounded length: the first line (SQLAlchemy appends a
+    "Background on this error" line), cut when it would flood a terminal."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= MESSAGE_CHARS else line[: MESSAGE_CHARS - 1] + "…"
+
+
+def _expected(exc: BaseException) -> tuple[str, str] | None:
+    """``(code, message)`` for a failure Cairn anticipates (refused input, a damaged or
+    unreadable file, a full disk, a database that is not one); None for a bug."""
+    import sqlite3
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from engine.config import ConfigError
+    from engine.db import DatabaseError
+
+    code = getattr(exc, "code", None)
+    message = getattr(exc, "message", None)
+    if isinstance(code, str) and isinstance(message, str):  # every engine error class
+        return code, message
+    if isinstance(exc, ConfigError | HomeError):
+        return "config", str(exc)
+    if isinstance(exc, DatabaseError | sqlite3.DatabaseError):
+        return "database", str(exc)
+    if isinstance(exc, SQLAlchemyError):
+        orig = getattr(exc, "orig", None)
+        return "database", str(orig if orig is not None else exc)
+    if isinstance(exc, MemoryError):
+        return "too_large", "out of memory: the input is too large"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return "io", f"{exc.strerror or exc}{where}"
+    return None
+
+
+def _quiet_stdout() -> None:
+    """After the reader of a pipe went away: point stdout at /dev/null so the interpreter's
+    final flush does not print "Exception ignored … BrokenPipeError"."""
     try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is no real file (tests, embedding)
+        pass
+
+
+def run_guarded(run: Callable[[], int], as_json: Callable[[], bool]) -> int:
+    """Call ``run``; every failure becomes one line on stderr (or a JSON error) and an exit
+    code, never a traceback. ``CAIRN_DEBUG=1`` re-raises unexpected errors for debugging."""
+    try:
+        return run()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        known = _expected(exc)
+        if known is None and os.environ.get(DEBUG_ENV):
+            raise
+        if known is not None:
+            code, message = known
+            payload: dict[str, Any] = {"ok": False, "error": code, "message": _one_line(message)}
+            to_dict = getattr(exc, "to_dict", None)
+            if callable(to_dict):
+                details = to_dict()
+                payload.update({k: v for k, v in details.items() if k not in payload})
+            status = EXIT_FAILED
+        else:
+            message = f"unexpected error ({type(exc).__name__}: {_one_line(str(exc))}); set "
+            message += f"{DEBUG_ENV}=1 to see where"
+            payload = {"ok": False, "error": "internal", "message": message}
+            status = EXIT_INTERNAL
+        try:
+            _fail(payload, as_json())
+        except BrokenPipeError:
+            _quiet_stdout()
+            return EXIT_PIPE_CLOSED
+        return status
+
+
+def _open_window(args: argparse.Namespace) -> int:
+    def run() -> int:
         args.home_path = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
         return _gui(args)
-    except HomeError as exc:
-        payload = {"ok": False, "error": "config", "message": str(exc)}
-        return _fail(payload, bool(getattr(args, "json", False)))
-    except KeyboardInterrupt:
-        return 130
+
+    return run_guarded(run, lambda: bool(getattr(args, "json", False)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,31 +189,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     window = _gui_only(argv)
     if window is not None:
         return _open_window(window)
+    state: dict[str, Any] = {"json": "--json" in argv}
 
-    from engine.config import ConfigError, load_config
-    from engine.memory.errors import MemoryToolError
-    from engine.memory.service import MemoryService
+    def run() -> int:
+        from engine.config import load_config
+        from engine.memory.service import MemoryService
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    for name, default in (("home", None), ("profile", None), ("json", False)):
-        if not hasattr(args, name):
-            setattr(args, name, default)
-    if not hasattr(args, "handler"):
-        args.handler = _gui
-    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for name, default in (("home", None), ("profile", None), ("json", False)):
+            if not hasattr(args, name):
+                setattr(args, name, default)
+        state["json"] = args.json
+        if not hasattr(args, "handler"):
+            args.handler = _gui
         home = resolve_home(args.home, args.profile)
         args.home_path = home
         args.service_factory = lambda: MemoryService(home, load_config(home))
         return int(args.handler(args) or 0)
-    except (MemoryToolError, ConfigError, HomeError) as exc:
-        if isinstance(exc, MemoryToolError):
-            payload = exc.to_dict()
-        else:
-            payload = {"ok": False, "error": "config", "message": str(exc)}
-        return _fail(payload, args.json)
-    except KeyboardInterrupt:
-        return 130
+
+    return run_guarded(run, lambda: bool(state["json"]))
 
 
 if __name__ == "__main__":

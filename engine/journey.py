@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from engine.cli_output import clip
 from engine.memory.entries import Target, parse, render
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import COMMITTING_ACTIONS, MemoryEvent
@@ -61,7 +62,9 @@ if TYPE_CHECKING:
     from engine.skills.manage import SkillChange
 
 VERSION_CHARS = 6
-NODE_ID = re.compile(r"^memory:(memory|user|profile):(\d+)(?:#([0-9a-fA-F]{4,64}))?$")
+# An index of more than nine digits is no index of a bounded file (and int() of thousands of
+# digits raises): such an id is simply not an id.
+NODE_ID = re.compile(r"^memory:(memory|user|profile):(\d{1,9})(?:#([0-9a-fA-F]{4,64}))?$")
 # Below this similarity an entry that vanished and one that appeared in the same change are
 # two chunks (a removal and an addition), not one chunk edited.
 SAME_CHUNK_RATIO = 0.5
@@ -108,7 +111,7 @@ def parse_node_id(raw: str) -> NodeRef:
     if match is None:
         raise MemoryToolError(
             "invalid",
-            f"{raw!r} is not a memory id; ids look like memory:memory:3#a1b2c3 or "
+            f"{clip(raw)} is not a memory id; ids look like memory:memory:3#a1b2c3 or "
             "memory:user:0 (see `cairn journey list`)",
         )
     source, index, version = match.groups()

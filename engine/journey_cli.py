@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.cli_output import clip
 from engine.cli_output import emit as _emit
 from engine.journey import (
     Chunk,
@@ -91,18 +92,26 @@ def chunk_payload(chunk: Chunk, journey: Journey) -> dict[str, Any]:
 
 
 def _position(journey: Journey, when: str) -> int:
+    usage = f"--at {clip(when)}: give an event number (#42) or a time (2026-05-01 14:30)"
     if when.startswith("#") or when.isdigit():
+        number = when.lstrip("#")
+        if not number.isdigit() or len(number) > 18:
+            raise MemoryToolError("invalid", usage)
         try:
-            return journey.position_of(int(when.lstrip("#")))
+            return journey.position_of(int(number))
         except KeyError as exc:
             raise MemoryToolError("not_found", f"no recorded event {when}") from exc
     try:
         moment = datetime.fromisoformat(when)
     except ValueError as exc:
-        raise MemoryToolError(
-            "invalid", f"--at {when!r}: give an event number (#42) or a time (2026-05-01 14:30)"
-        ) from exc
-    return journey.position_at(moment.timestamp())
+        raise MemoryToolError("invalid", usage) from exc
+    try:
+        stamp = moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # A valid date the clock cannot express (0001-01-01 in local time): before or after
+        # every event Cairn can have recorded.
+        stamp = float("-inf") if moment.year < 1970 else float("inf")
+    return journey.position_at(stamp)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from engine.cli_output import emit as _emit
 from engine.memory import threats
@@ -66,18 +66,33 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     plugins_cli.register(cmds, common)  # setup | status | off: the external provider
 
 
-def _read_stdin(what: str) -> str:
+# Far above any real batch (memory files are bounded to kilobytes); reading /dev/zero or a
+# disk image must stop here with an error, not grow until memory runs out.
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+
+
+def _read_bounded(handle: BinaryIO, what: str, source: str) -> str:
     # Bytes, decoded strictly: in UTF-8 mode (C/POSIX locales) Python would otherwise turn
     # invalid bytes into lone surrogates that fail much later, far from the cause.
-    data = sys.stdin.buffer.read()
+    data = handle.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise MemoryToolError(
+            "too_large",
+            f"the {what} in {source} are larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, "
+            "far beyond any memory file; nothing was read or written",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MemoryToolError(
             "invalid",
-            f"the {what} on stdin is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start})",
+            f"the {what} in {source} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+            f"offset {exc.start})",
         ) from exc
+
+
+def _read_stdin(what: str) -> str:
+    return _read_bounded(sys.stdin.buffer, what, "stdin")
 
 
 def _text_arg(value: str | None, what: str) -> str:
@@ -146,8 +161,12 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     source = "stdin" if args.file == "-" else args.file
     try:
-        raw = _read_stdin("operations") if args.file == "-" else Path(args.file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if args.file == "-":
+            raw = _read_stdin("operations")
+        else:
+            with Path(args.file).open("rb") as handle:
+                raw = _read_bounded(handle, "operations", source)
+    except OSError as exc:
         raise MemoryToolError("invalid", f"cannot read operations from {source}: {exc}") from exc
     try:
         operations = json.loads(raw)

@@ -35,7 +35,12 @@ from engine.sessions.store import (
     SessionStoreError,
     sessions_t,
 )
-from engine.sessions.transfer import DEFAULT_BATCH_SIZE, ImportReport, import_sessions
+from engine.sessions.transfer import (
+    DEFAULT_BATCH_SIZE,
+    ImportReport,
+    bounded_lines,
+    import_sessions,
+)
 from engine.sessions.transfer import export_sessions as write_export
 
 PREVIEW_CHARS = 200  # of a message's text, in search results on a terminal
@@ -457,7 +462,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         store = _store(args)
         report = import_sessions(
             store,
-            bar.count(handle),
+            bar.count(bounded_lines(handle)),
             batch_size=args.batch_size,
             progress=lambda _lines, messages: bar.draw(messages),
         )

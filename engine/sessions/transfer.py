@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TextIO
+from typing import IO, Annotated, Any, Literal, TextIO
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from sqlalchemy import Connection, insert, select, update
@@ -66,7 +66,9 @@ def _timestamp(value: Any) -> float:
         raise ValueError("expected ISO 8601 text or unix seconds")
     if not math.isfinite(seconds):
         raise ValueError("time must be a finite number")
-    if abs(seconds) >= MAX_TIMESTAMP:
+    if seconds < 0:
+        raise ValueError(f"{str(value)[:40]} is before 1970: a session time cannot be negative")
+    if seconds >= MAX_TIMESTAMP:
         raise ValueError(f"{value} is past the year 9999: unix seconds expected, not milliseconds")
     return seconds
 
@@ -298,6 +300,38 @@ class _Importer:
             return missing
 
         self.report.parents_missing += self.store._write(work)
+
+
+# One session per line: the longest a real one gets (thousands of long messages) is a few
+# megabytes; a line past this is not a session (``/dev/zero``, a binary file) and reading on
+# would only grow until memory runs out.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class LineTooLong(ValueError):
+    """A line of the input is longer than any session can be; reading stopped there."""
+
+    def __init__(self, number: int, limit: int) -> None:
+        self.code = "too_large"
+        self.message = (
+            f"line {number:,} is longer than {limit // (1024 * 1024):,} MiB, which no session "
+            f"is: not a JSONL export? Lines before it were imported, nothing after it was read"
+        )
+        super().__init__(self.message)
+
+
+def bounded_lines(handle: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of ``handle``, each read with at most ``limit`` bytes held in memory;
+    :class:`LineTooLong` naming the line when one is longer."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise LineTooLong(number, limit)
+        yield line
 
 
 def import_sessions(
