@@ -1,12 +1,19 @@
 """``<home>/config.yaml``: typed settings with the reference design's keys.
 
 The file is shared with other tools (a Hermes Agent home has one too), so Cairn never rewrites it
-from its own model: a change is a small patch merged into the file as it is on disk, and keys
-Cairn does not know survive untouched.
+from its own model: a change is a small patch merged into the file as it is on disk, written with
+a round-trip YAML library so comments, key order, quoting and style survive and only the changed
+keys change; keys Cairn does not know survive untouched.
+
+The file is input like any other: it is refused past :data:`MAX_CONFIG_BYTES`, alias expansion is
+bounded (a "billion laughs" file is refused, not expanded), and error messages quote at most a
+short, clipped piece of a value, never one that looks like a secret.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +30,23 @@ from pydantic import (
 
 from engine.fsutil import atomic_write_text, locked
 from engine.home import Home
+
+log = logging.getLogger(__name__)
+
+# A configuration is a few kilobytes; a file of megabytes is not one (and was re-parsed on
+# every command, for minutes).
+MAX_CONFIG_BYTES = 2 * 1024 * 1024
+# Aliases are legitimate (shared defaults); thousands of them, or a value that expands to more
+# nodes than this, are an attack on whoever walks the data.
+MAX_ALIASES = 200
+MAX_EXPANDED_NODES = 100_000
+SHOWN_CHARS = 60
+# Keys whose values are never quoted back, and shapes of values that look like credentials.
+_SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|credential|auth)", re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    r"^(sk-|sk_|ghp_|gho_|ghs_|github_pat_|xox[abp]-|AKIA|AIza|glpat-|hf_|eyJ)"
+    r"|^[A-Za-z0-9+/_\-]{32,}={0,2}$"
+)
 
 
 class ConfigError(ValueError):
@@ -55,6 +79,10 @@ class _Section(BaseModel):
         return cleaned
 
 
+APPROVAL_ON = frozenset({"approve", "approval", "on", "yes", "true", "1", "required", "always"})
+APPROVAL_OFF = frozenset({"off", "no", "false", "0", "never", "auto", "none", "disabled"})
+
+
 class MemoryConfig(_Section):
     memory_enabled: bool = True
     user_profile_enabled: bool = True
@@ -64,6 +92,16 @@ class MemoryConfig(_Section):
     write_approval: bool | None = None
     nudge_interval: int = Field(default=10, ge=0)
     provider: str | None = None
+
+    @field_validator("write_approval", mode="before")
+    @classmethod
+    def _approval_words(cls, value: Any) -> Any:
+        # Other tools sharing the file write words (`approve`); none may stop Cairn starting.
+        # An unknown word means off, and load_config warns about it.
+        if isinstance(value, str):
+            word = value.strip().lower()
+            return word in APPROVAL_ON
+        return value
 
 
 class DisplayConfig(_Section):
@@ -203,26 +241,118 @@ class Config(_Section):
         return value
 
 
-def _read_raw(path: Path) -> dict[str, Any]:
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, counting alias uses as it composes the document."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise _TooManyAliases(mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+class _TooManyAliases(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+def _expanded_nodes(data: Any, path: Path) -> int:
+    """How many nodes ``data`` would have with every alias expanded, counted without
+    expanding (each shared node once, times its uses); refuses self-reference."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ConfigError(f"{path}: a value refers to itself through an alias")
+        active.add(key)
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_EXPANDED_NODES:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(data)
+
+
+def _read_text(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        return {}
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        return None
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{path}: is a folder, not a file") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, which no "
+            "configuration is; move it aside or trim it"
+        )
     try:
-        data = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+
+
+def _read_raw(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    if text is None:
+        return {}
+    loader = _BoundedLoader(text)
+    try:
+        data = loader.get_single_data()
+    except _TooManyAliases as exc:
+        raise ConfigError(
+            f"{path}: more than {MAX_ALIASES} YAML aliases (by line {exc.line}); refused "
+            "rather than expanded"
+        ) from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{line}: {exc}") from exc
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise ConfigError(f"{path}: not valid YAML{line}: {problem}") from exc
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
+    if _expanded_nodes(data, path) > MAX_EXPANDED_NODES:
+        raise ConfigError(
+            f"{path}: its aliases expand to more than {MAX_EXPANDED_NODES:,} values; refused "
+            "rather than expanded"
+        )
     return data
+
+
+def shown_value(value: Any, key: str = "") -> str:
+    """A value as an error message may quote it: clipped, and hidden when the key or the value
+    looks like a credential (a key pasted where a variable name belongs must not be echoed)."""
+    if isinstance(value, dict | list):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'}"
+    if _SECRET_KEY.search(key) or (isinstance(value, str) and _SECRET_VALUE.search(value)):
+        return "a value that looks like a secret (not shown)"
+    text = repr(value)
+    if len(text) > SHOWN_CHARS:
+        return f"{text[: SHOWN_CHARS - 1]}… ({len(text):,} characters)"
+    return text
 
 
 def _validate(raw: dict[str, Any], path: Path) -> Config:
@@ -232,13 +362,39 @@ def _validate(raw: dict[str, Any], path: Path) -> Config:
         problems = []
         for err in exc.errors():
             key = ".".join(str(part) for part in err["loc"])
-            problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+            message = err["msg"]
+            if len(message) > 200:
+                message = message[:199] + "…"
+            problems.append(f"{key}: {message} (got {shown_value(err.get('input'), key)})")
         raise ConfigError(f"{path}: invalid setting " + "; ".join(problems)) from exc
+
+
+def config_warnings(raw: dict[str, Any]) -> list[str]:
+    """Values Cairn reads, but not as written: said once, never a refusal."""
+    memory = raw.get("memory")
+    value = memory.get("write_approval") if isinstance(memory, dict) else None
+    if (
+        isinstance(value, str)
+        and value.strip()
+        and value.strip().lower() not in (APPROVAL_ON | APPROVAL_OFF)
+    ):
+        return [
+            f"memory.write_approval: {shown_value(value)} is not a known word; taken as off "
+            "(use on or off)"
+        ]
+    return []
 
 
 def load_config(home: Home) -> Config:
     path = home.config_file
-    return _validate(_read_raw(path), path)
+    raw = _read_raw(path)
+    config = _validate(raw, path)
+    for warning in config_warnings(raw):
+        log.warning("%s: %s", path, warning)
+    return config
+
+
+DELETE = object()  # a patch value meaning "remove this key"
 
 
 def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -247,23 +403,95 @@ def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         if key == "model" and isinstance(merged.get(key), str) and isinstance(value, dict):
             # `model: vendor/name` as other agents write it: keep the name where they read it.
             merged[key] = {"default": merged[key]}
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+        if value is DELETE:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = _merge(merged[key], value)
         else:
             merged[key] = value
     return merged
 
 
+def _round_trip_merge(doc: Any, patch: dict[str, Any]) -> None:
+    from ruamel.yaml.comments import CommentedMap
+
+    for key, value in patch.items():
+        current = doc.get(key)
+        if key == "model" and isinstance(current, str) and isinstance(value, dict):
+            doc[key] = current = CommentedMap({"default": current})
+        if isinstance(value, dict) and isinstance(current, dict):
+            _round_trip_merge(current, value)
+        elif value is DELETE:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+
+
+_OPENS_BLOCK = re.compile(r":\s*(#.*)?$")
+
+
+def _guess_indent(text: str) -> tuple[int, int]:
+    """The file's mapping indent and list-dash offset, from the first block of each kind (the
+    writer applies one style to the whole file, so the file's own is what it should be)."""
+    mapping: int | None = None
+    dash: int | None = None
+    parent: int | None = None  # indentation of the line that opened a block, if the last did
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        indent = len(line) - len(body)
+        if parent is not None:
+            step = indent - parent
+            if body.startswith("- ") and step >= 0 and dash is None:
+                dash = step
+            elif step > 0 and mapping is None and not body.startswith("- "):
+                mapping = step
+        parent = indent if _OPENS_BLOCK.search(body) else None
+        if mapping is not None and dash is not None:
+            break
+    return mapping or 2, dash or 0
+
+
+def _render(text: str | None, merged: dict[str, Any], patch: dict[str, Any]) -> str:
+    """The new file: ``text`` with ``patch`` applied by a round-trip YAML writer, so the
+    rest of the file (comments, order, quoting, indentation, `yes`) stays as it was."""
+    # Imported here: only writes need it, and every command reads the file.
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError as RoundTripError
+
+    if text is not None and text.strip():
+        writer = YAML(typ="rt")
+        writer.preserve_quotes = True
+        writer.width = 4096
+        mapping, dash = _guess_indent(text)
+        # A list item's text sits two columns after its dash.
+        writer.indent(mapping=mapping, sequence=dash + 2, offset=dash)
+        try:
+            doc = writer.load(text)
+        except RoundTripError as exc:
+            log.warning("config.yaml rewritten without its formatting: %s", exc)
+        else:
+            if isinstance(doc, dict):
+                _round_trip_merge(doc, patch)
+                out = io.StringIO()
+                writer.dump(doc, out)
+                return out.getvalue()
+    return yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
+
+
 def update_config(home: Home, patch: dict[str, Any]) -> Config:
     """Merge ``patch`` into config.yaml on disk, validate the result, then write it atomically.
 
+    Only the keys in ``patch`` change in the file; a value of :data:`DELETE` removes its key.
     An invalid patch raises :class:`ConfigError` and leaves the file byte-identical.
     """
     path = home.config_file
     home.root.mkdir(parents=True, exist_ok=True)
     with locked(path.with_name(path.name + ".lock")):
-        merged = _merge(_read_raw(path), patch)
+        text = _read_text(path)
+        raw = _read_raw(path)
+        merged = _merge(raw, patch)
         config = _validate(merged, path)
-        text = yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
-        atomic_write_text(path, text)
+        atomic_write_text(path, _render(text, merged, patch))
     return config

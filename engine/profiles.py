@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from engine import cron
+from engine.config import DELETE, ConfigError, update_config
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, locked
 from engine.home import (
     PROFILE_NAME,
@@ -354,8 +355,13 @@ def _drop_shared_database(target: Home, report: CreateReport) -> None:
         return
     database = raw.get("database") if isinstance(raw, dict) else None
     if isinstance(database, dict) and database.get("url"):
-        del database["url"]
-        atomic_write_text(path, yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        try:  # only that key goes: comments and the rest of the file stay as they were
+            update_config(target, {"database": {"url": DELETE}})
+        except ConfigError as exc:
+            report.warnings.append(f"config.yaml copied as is; database.url kept: {exc}")
+            return
+        finally:  # the profile is still being built aside: nobody else holds its lock
+            (target.root / "config.yaml.lock").unlink(missing_ok=True)
         report.warnings.append(
             "database.url was not copied: two profiles on one database would share their "
             "sessions; the new profile uses its own SQLite file until you set another URL"
