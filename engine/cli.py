@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import __version__
-from engine.home import HomeError, resolve_home
+from engine.home import Home, HomeError, resolve_home, resolve_root
 
 
 def _common() -> argparse.ArgumentParser:
@@ -143,7 +143,18 @@ def _quiet_stdout() -> None:
 
 def run_guarded(run: Callable[[], int], as_json: Callable[[], bool]) -> int:
     """Call ``run``; every failure becomes one line on stderr (or a JSON error) and an exit
-    code, never a traceback. ``CAIRN_DEBUG=1`` re-raises unexpected errors for debugging."""
+    code, never a traceback. ``CAIRN_DEBUG=1`` re-raises unexpected errors for debugging.
+    Whatever happened, the databases are checkpointed and closed at the end."""
+    try:
+        return _run_and_report(run, as_json)
+    finally:
+        if "engine.db" in sys.modules:  # only if the command opened a database at all
+            from engine.db import checkpoint_engines
+
+            checkpoint_engines()
+
+
+def _run_and_report(run: Callable[[], int], as_json: Callable[[], bool]) -> int:
     try:
         return run()
     except BrokenPipeError:
@@ -184,6 +195,46 @@ def _open_window(args: argparse.Namespace) -> int:
     return run_guarded(run, lambda: bool(getattr(args, "json", False)))
 
 
+# Commands that only read: on a home that does not exist they must not create it (a state.db,
+# its -wal and -shm, lock files), least of all under a mistyped --profile.
+READ_ONLY = {
+    "memory": {"show", "pending", "history", "status"},
+    "sessions": {"list", "show", "search", "export"},
+    "skills": {"list", "show"},
+    "journey": {"list", "show"},
+    "cron": {"list"},
+}
+
+
+def _reads_only(args: argparse.Namespace) -> bool:
+    command = getattr(args, "command", None)
+    if command not in READ_ONLY:
+        return False
+    if command == "skills" and getattr(args, "skills_command", None) == "pending":
+        return False
+    return getattr(args, f"{command}_command", None) in READ_ONLY[command]
+
+
+def _nothing_stored(args: argparse.Namespace, home: Home) -> int:
+    """What a read-only command says about a home that does not exist: nothing is stored there
+    yet, or, for a profile, that there is no such profile (a typo must not go unnoticed)."""
+    root = resolve_root(args.home)
+    if home.root != root.root:
+        from engine.memory.errors import MemoryToolError
+
+        raise MemoryToolError(
+            "not_found",
+            f"no profile at {home.root}; `cairn profile list` shows the profiles, "
+            "`cairn profile create NAME` makes one",
+        )
+    message = f"no Cairn home at {home.root} yet: nothing is stored there"
+    if args.json:
+        print(json.dumps({"ok": True, "empty": True, "home": str(home.root), "message": message}))
+    else:
+        print(message)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     window = _gui_only(argv)
@@ -205,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.handler = _gui
         home = resolve_home(args.home, args.profile)
         args.home_path = home
+        if _reads_only(args) and not home.root.exists():
+            return _nothing_stored(args, home)
         args.service_factory = lambda: MemoryService(home, load_config(home))
         return int(args.handler(args) or 0)
 

@@ -6,6 +6,7 @@ its own ``state.db``); then Cairn keeps its data in ``<home>/cairn.db`` and neve
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -117,11 +118,29 @@ def sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+def check_orphan_wal(path: Path) -> None:
+    """Refuse a ``-wal`` file whose database is gone (or empty): it may hold every change
+    since the last checkpoint, and opening a fresh database beside it would discard it."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.stat().st_size == 0:
+            return
+    except FileNotFoundError:
+        return
+    if not path.exists() or path.stat().st_size == 0:
+        raise DatabaseError(
+            f"{wal} exists without its database {path.name}: it may hold your data. Put back "
+            f"the {path.name} it belongs to, or move {wal.name} aside to start afresh"
+        )
+
+
 def open_engine(home: Home, url: str | None = None) -> Engine:
     """The (process-wide, cached) engine for ``home``'s database — or for ``url`` (a shared
     PostgreSQL server) — migrated to the newest schema on first use."""
     if url is not None and not url.startswith("sqlite"):
         return _cached(url, lambda: create_engine(url, pool_pre_ping=True), _migrate_server)
+    for candidate in (home.state_db, home.own_db):
+        check_orphan_wal(candidate)
     home.root.mkdir(parents=True, exist_ok=True)
     path = database_path(home)
 
@@ -181,6 +200,20 @@ def upgrade(engine: Engine) -> None:
     with Session(engine) as session, session.begin():
         if session.scalar(select(CairnMeta).where(CairnMeta.key == "app")) is None:
             session.add(CairnMeta(key="app", value=APP_MARKER))
+
+
+def checkpoint_engines() -> None:
+    """Copy every SQLite write-ahead log into its database and close the connections, as a
+    command ends: ``state.db`` alone then holds everything (a user copying it backs up all of
+    it), and with no other process on it SQLite removes the ``-wal`` and ``-shm`` files.
+    PASSIVE never waits for another process (the desktop app) that is reading."""
+    with _engines_lock:
+        for engine in _engines.values():
+            if engine.dialect.name == "sqlite":
+                with contextlib.suppress(Exception), engine.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+            engine.dispose()
+        _engines.clear()
 
 
 def dispose_engines() -> None:

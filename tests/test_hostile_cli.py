@@ -96,6 +96,7 @@ def test_an_unexpected_error_is_one_line_with_a_debug_hint(
     def broken(self: MemoryService, target: Target) -> None:
         raise TypeError("something Cairn did not expect")
 
+    seeded(home)
     monkeypatch.setattr(MemoryService, "read", broken)
     code, _, err = run(capsys, home, "memory", "show")
     assert code == EXIT_INTERNAL
@@ -169,3 +170,83 @@ def test_a_corrupt_session_database_is_one_line(
     one_line(err)
     with pytest.raises(sqlite3.DatabaseError):  # it really is not a database
         sqlite3.connect(home.state_db).execute("SELECT 1 FROM sqlite_master").fetchall()
+
+
+# -- read commands create nothing --------------------------------------------------------------
+
+READ_COMMANDS = [
+    ["memory", "show"],
+    ["memory", "pending"],
+    ["memory", "history"],
+    ["memory", "status"],
+    ["memory", "scan", "hello"],
+    ["sessions", "list"],
+    ["sessions", "search", "tea"],
+    ["skills", "list"],
+    ["journey", "list"],
+    ["cron", "list"],
+    ["profile", "list"],
+]
+
+
+@pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda a: "-".join(a[:2]))
+def test_a_read_command_on_a_missing_home_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Tried: a read-only command on a home that does not exist (it used to create state.db,
+    its -wal and -shm and a lock file there). Exit 0, and the folder still does not exist."""
+    home = Home(tmp_path / "nowhere")
+    code, _, err = run(capsys, home, *argv)
+    assert code == 0, err
+    assert not home.root.exists()
+
+
+def test_a_read_command_on_a_missing_profile_is_an_error_and_creates_nothing(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: `cairn --profile wrok memory show` (a typo) in an existing home. The user sees
+    one line saying there is no such profile; no profiles/wrok appears."""
+    seeded(home)
+    code, _, err = run(capsys, home, "--profile", "wrok", "memory", "show")
+    assert code == 1 and "no profile" in one_line(err)
+    assert not (home.profiles_dir / "wrok").exists()
+
+
+# -- the write-ahead log ---------------------------------------------------------------------
+
+
+def test_state_db_alone_holds_everything_after_an_import(
+    home: Home, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: import 200 sessions, then copy state.db alone (as a user backing it up would).
+    The copy holds all 200 (they used to sit in state.db-wal, the copy held none) and no
+    -wal is left beside state.db."""
+    lines = [
+        json.dumps({"id": f"s{n}", "source": "cli", "started_at": 1.7e9 + n, "messages": []})
+        for n in range(200)
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, home, "sessions", "import", str(path))
+    assert code == 0, err
+    wal = home.state_db.with_name("state.db-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+    copy = tmp_path / "backup.db"
+    copy.write_bytes(home.state_db.read_bytes())
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 200
+
+
+def test_an_orphan_wal_is_refused_not_overwritten(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: state.db-wal present but state.db gone (a half-restored backup). Opening a new
+    database would discard the log; instead the user sees one line naming the file, and the
+    -wal file is left exactly as it was."""
+    home.root.mkdir(parents=True)
+    wal = home.root / "state.db-wal"
+    wal.write_bytes(b"wal frames the user still needs" * 100)
+    before = wal.read_bytes()
+    code, _, err = run(capsys, home, "sessions", "list")
+    assert code == 1 and "state.db-wal exists without its database" in one_line(err)
+    assert wal.read_bytes() == before and not home.state_db.exists()
