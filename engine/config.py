@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine.fsutil import atomic_write_text, locked
+from engine.fsutil import atomic_write_text, decode_utf8, locked
 from engine.home import Home
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,7 @@ def _read_text(path: Path) -> str | None:
             "configuration is; move it aside or trim it"
         )
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
 

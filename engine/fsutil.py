@@ -8,6 +8,7 @@ the link's target is replaced and the link stays a link.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import os
@@ -21,6 +22,24 @@ TEMP_PREFIX = ".cairn-tmp-"
 def real_target(path: Path) -> Path:
     """The file a write to ``path`` must replace: the symlink's target, or ``path`` itself."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def decode_utf8(data: bytes) -> str:
+    """Strict UTF-8, without the byte-order mark Windows editors put first (kept, it would sit
+    inside the first entry: counted, sent to the model, and defeating duplicate checks).
+    A :class:`UnicodeDecodeError` gives offsets into ``data`` as given."""
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnicodeDecodeError(
+            "utf-8", data, exc.start + skip, exc.end + skip, exc.reason
+        ) from None
+
+
+def read_text(path: Path) -> str:
+    """A text file read with :func:`decode_utf8`."""
+    return decode_utf8(path.read_bytes())
 
 
 def resolves_inside(path: Path, root: Path) -> bool:

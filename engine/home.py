@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.fsutil import link_target, resolves_inside
+from engine.fsutil import link_target, read_text, resolves_inside
 
 PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 HOME_ENV = "CAIRN_HOME"
@@ -150,7 +150,7 @@ def read_active_profile(root: Home) -> str | None:
     """
     path = root.active_profile_file
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_text(path).strip()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

@@ -303,6 +303,9 @@ class Journey(BaseModel):
     history_error: str | None = None
     items: list[Item] = Field(default_factory=list)  # skills and provider facts
     layer_errors: list[str] = Field(default_factory=list)  # skills or facts that could not load
+    # Memory files that exist but cannot be read now (target -> why): "now" is then unknown,
+    # which must never be shown as "empty".
+    unreadable: dict[str, str] = Field(default_factory=dict)
 
     _by_key: dict[str, Chunk] = PrivateAttr(default_factory=dict)
     _by_id: dict[str, Chunk] = PrivateAttr(default_factory=dict)
@@ -1453,11 +1456,13 @@ def load_journey(
     if rescan:
         service.rescan()
     current: dict[Target, list[str]] = {}
+    unreadable: dict[str, str] = {}
     for target in Target:
         try:
             current[target] = service.read(target).entries
-        except MemoryToolError:
-            continue  # an unreadable file: the history still tells its story
+        except MemoryToolError as exc:
+            unreadable[target.value] = exc.message  # the history still tells its story
+            continue
     builder = builder if builder is not None else JourneyBuilder()
     error = service.history_error
     sources = HomeLayers(service.home) if layers else None
@@ -1479,9 +1484,11 @@ def load_journey(
             with contextlib.suppress(Exception):  # reported above if it fails again
                 everything = _events_after(service, 0) or []
         builder.extend(everything, sources)
-    return builder.journey(
+    journey = builder.journey(
         current, session_nodes(service, builder.session_ids), history_error=error
     )
+    journey.unreadable = unreadable
+    return journey
 
 
 # -- view, edit, delete ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.cli_output import clip
 from engine.cli_output import emit as _emit
+from engine.fsutil import decode_utf8, read_text
 from engine.journey import (
     Chunk,
     Journey,
@@ -134,6 +135,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             lines += [f"  [{i}] {preview(text, 90)}" for i, text in enumerate(state[target.value])]
         _emit(args, payload, "\n".join(lines))
         return 0
+    unreadable = [journey.unreadable[t.value] for t in targets if t.value in journey.unreadable]
+    if unreadable:
+        # What memory holds now is unknown: say why, never "memory is empty".
+        raise MemoryToolError("file", "; ".join(unreadable))
     chunks = [c for c in journey.chunks if c.target in targets and (c.alive or args.removed)]
     chunks.sort(key=lambda c: (not c.alive, TARGETS.index(c.target.value), c.index or 0))
     payload["chunks"] = [chunk_payload(c, journey) for c in chunks]
@@ -204,7 +209,7 @@ def _editor_text(text: str) -> str:
         if code != 0:
             raise MemoryToolError("invalid", f"the editor exited with {code}; nothing changed")
         try:
-            return path.read_text(encoding="utf-8")
+            return read_text(path)
         except UnicodeDecodeError as exc:
             raise MemoryToolError("invalid", "the edited text is not valid UTF-8") from exc
     finally:
@@ -229,7 +234,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         if args.text == "-":
             data = sys.stdin.buffer.read()
             try:
-                new_text = data.decode("utf-8")
+                new_text = decode_utf8(data)
             except UnicodeDecodeError as exc:
                 raise MemoryToolError("invalid", "the new text on stdin is not UTF-8") from exc
         else:

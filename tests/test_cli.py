@@ -103,7 +103,12 @@ def test_show_prompt_prints_the_snapshot(home: Home) -> None:
 
 def test_bad_config_is_a_clear_error(home: Home) -> None:
     home.root.mkdir(parents=True)
-    home.config_file.write_text("memory:\n  write_approval: maybe\n")
+    home.config_file.write_text("memory:\n  memory_char_limit: lots\n")
     proc = run_cairn("memory", "show", home=home)
     assert proc.returncode == 1
-    assert "memory.write_approval" in proc.stderr and "config.yaml" in proc.stderr
+    assert "memory.memory_char_limit" in proc.stderr and "config.yaml" in proc.stderr
+    # An unknown approval word is not refused: it means off, with a warning.
+    home.config_file.write_text("memory:\n  write_approval: maybe\n")
+    proc = run_cairn("memory", "show", home=home)
+    assert proc.returncode == 0
+    assert "memory.write_approval" in proc.stderr and "taken as off" in proc.stderr

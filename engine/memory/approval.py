@@ -7,15 +7,17 @@ record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from engine.fsutil import atomic_write_text
+from engine.fsutil import atomic_write_text, locked, read_text
 from engine.home import Home, HomeError
 from engine.memory.errors import MemoryToolError
 
@@ -87,23 +89,64 @@ class PendingQueue:
     def get(self, pending_id: str) -> PendingWrite:
         path = self._path(pending_id)
         try:
-            return PendingWrite.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            record = PendingWrite.model_validate(json.loads(read_text(path)))
         except FileNotFoundError as exc:
             raise MemoryToolError("not_found", f"no pending write {pending_id!r}") from exc
         except (ValueError, ValidationError) as exc:
+            reason = " ".join(str(exc).split())[:300]
             raise MemoryToolError(
-                "file", f"pending write {path.name} is unreadable: {exc}; kept for inspection"
+                "invalid", f"pending write {path.name} is unreadable: {reason}; kept for inspection"
             ) from exc
+        if record.id != pending_id:
+            # The file name is the record's identity (approving removes that file); a record
+            # naming another id would be applied and then stay queued, to be applied again.
+            raise MemoryToolError(
+                "invalid",
+                f"pending write {path.name} names itself {record.id[:40]!r}; a record's id "
+                "must be its file name. Kept for inspection, not applied",
+            )
+        return record
+
+    def _files(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(p for p in self.folder.glob("*.json") if not p.name.startswith("."))
 
     def list(self) -> list[PendingWrite]:
-        """Readable records, oldest first; unreadable ones are skipped, never deleted."""
+        """Readable records, oldest first; invalid ones (see :meth:`invalid`) are skipped,
+        never deleted."""
         records = []
-        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+        for path in self._files():
             try:
                 records.append(self.get(path.stem))
             except MemoryToolError:
                 continue
         return sorted(records, key=lambda r: (r.created_at, r.id))
+
+    def invalid(self) -> list[dict[str, str]]:
+        """The records :meth:`list` skips, each with the reason: a user must see them."""
+        found = []
+        for path in self._files():
+            try:
+                self.get(path.stem)
+            except MemoryToolError as exc:
+                if exc.code == "not_found" and self.valid_id(path.stem):
+                    continue  # approved or rejected meanwhile
+                reason = exc.message if self.valid_id(path.stem) else "not a pending-write id"
+                found.append({"file": path.name, "reason": reason})
+        return found
+
+    @staticmethod
+    def valid_id(stem: str) -> bool:
+        return len(stem) == 8 and all(c in "0123456789abcdef" for c in stem)
+
+    @contextlib.contextmanager
+    def settling(self) -> Iterator[None]:
+        """Held while a record is approved or rejected, so two approvers (the desktop app
+        and a terminal) never apply one record twice."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with locked(self.folder / ".lock"):
+            yield
 
     def discard(self, pending_id: str) -> None:
         self._path(pending_id).unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from engine.cli_output import emit as _emit
+from engine.fsutil import decode_utf8
 from engine.memory import threats
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
@@ -82,7 +83,7 @@ def _read_bounded(handle: BinaryIO, what: str, source: str) -> str:
             "far beyond any memory file; nothing was read or written",
         )
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError as exc:
         raise MemoryToolError(
             "invalid",
@@ -198,7 +199,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if not raw.strip():
             continue
         try:
-            text = json.loads(raw.decode("utf-8"))
+            text = json.loads(decode_utf8(raw))
             if not isinstance(text, str):
                 raise ValueError("expected a JSON string")
         except ValueError as exc:
@@ -210,14 +211,18 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_pending(args: argparse.Namespace) -> int:
-    records = args.service_factory().pending()
+    service: MemoryService = args.service_factory()
+    records = service.pending()
+    invalid = service.invalid_pending()
     lines = [
-        f"{r.id}  {r.created_at}  {r.origin:<17} {r.payload.get('target', 'memory'):<6} {r.summary}"
+        f"{r.id}  {r.created_at}  {r.origin:<17} {str(r.payload.get('target', 'memory'))[:6]:<6} "
+        f"{r.summary}"
         for r in records
     ]
+    lines += [f"invalid  {bad['file']}: {bad['reason']}" for bad in invalid]
     _emit(
         args,
-        {"ok": True, "pending": [r.model_dump() for r in records]},
+        {"ok": True, "pending": [r.model_dump() for r in records], "invalid": invalid},
         "\n".join(lines) or "no pending writes",
     )
     return 0

@@ -118,6 +118,18 @@ class History:
         with self._writer.begin() as conn:
             return int(conn.execute(_INSERT, values).inserted_primary_key[0])
 
+    def settled(self, pending_id: str) -> str | None:
+        """``approved`` or ``rejected`` if the staged write ``pending_id`` was already settled
+        (its file may have outlived a crash), else None."""
+        stmt = (
+            select(_EVENTS.c.action)
+            .where(_EVENTS.c.pending_id == pending_id)
+            .where(_EVENTS.c.action.in_(("approved", "rejected")))
+            .limit(1)
+        )
+        with self._engine.connect() as conn:
+            return conn.execute(stmt).scalar()
+
     def last_state(self, target: str) -> str | None:
         """The file text as of the newest recorded change of ``target``; None if never seen."""
         with self._engine.connect() as conn:

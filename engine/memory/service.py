@@ -69,7 +69,7 @@ class MemoryService:
         try:
             self.history: History | None = History(open_engine(home))
         except Exception as exc:  # memory keeps working without its log; say so in results
-            log.warning("memory history unavailable: %s", exc)
+            log.debug("memory history unavailable: %s", exc)
             self.history, self.history_error = None, str(exc)
         self.store = MemoryStore(home, self.config, self.history)
         self.queue = PendingQueue(home.pending_memory_dir, home=home)
@@ -92,8 +92,8 @@ class MemoryService:
         for target in Target:
             try:
                 ids.append(self.store.note_external_edit(self.store.read(target)))
-            except Exception as exc:
-                log.warning("could not check %s for external edits: %s", target.filename, exc)
+            except Exception as exc:  # said by whatever reads the file next, not here
+                log.debug("could not check %s for external edits: %s", target.filename, exc)
         return [i for i in ids if i is not None]
 
     def prompt_snapshot(self) -> str:
@@ -210,7 +210,13 @@ class MemoryService:
             )
         else:
             message = f"Nothing to change in {target.filename}: the entry is already there."
-        if outcome.backup is not None:
+        if outcome.backup is not None and outcome.backup_reason == "foreign":
+            message += (
+                f" {target.filename} had been changed outside Cairn, and this change removes "
+                "or rewrites text Cairn did not write; the file as it was was saved as "
+                f"{outcome.backup.name} first."
+            )
+        elif outcome.backup is not None:
             message += (
                 f" {target.filename} had been edited by hand in a form Cairn does not keep "
                 f"verbatim; the edited file was saved as {outcome.backup.name} first."
@@ -239,10 +245,48 @@ class MemoryService:
         state = "on: writes are staged for review" if on else "off: writes apply at once"
         return {"ok": True, "write_approval": on, "message": f"Write approval is {state}."}
 
-    def approve(self, pending_id: str) -> dict[str, Any]:
+    def _staged(self, pending_id: str) -> tuple[PendingWrite, Target]:
+        """The record ``pending_id`` and its target, or ``invalid`` saying what is wrong."""
         record = self.queue.get(pending_id)
-        target = Target(record.payload.get("target", "memory"))
-        ops = parse_operations(record.payload.get("operations"))
+        if record.subsystem != "memory":
+            raise MemoryToolError(
+                "not_found", f"pending write {pending_id!r} is not a memory write"
+            )
+        raw = record.payload.get("target", "memory")
+        try:
+            return record, Target(raw)
+        except ValueError:
+            raise MemoryToolError(
+                "invalid",
+                f"pending write {record.id} names the target {str(raw)[:40]!r}, which is "
+                "neither memory nor user; kept for inspection, not applied",
+                pending_id=record.id,
+            ) from None
+
+    def approve(self, pending_id: str) -> dict[str, Any]:
+        with self.queue.settling():
+            return self._approve(pending_id)
+
+    def _approve(self, pending_id: str) -> dict[str, Any]:
+        record, target = self._staged(pending_id)
+        if self.history is not None and self.history.settled(record.id):
+            # Applied before, and the file outlived it (a crash between the two steps).
+            self.queue.discard(record.id)
+            return {
+                "ok": True,
+                "status": "unchanged",
+                "pending_id": record.id,
+                "message": f"{record.id} was already settled; its leftover record was removed.",
+            }
+        try:
+            ops = parse_operations(record.payload.get("operations"))
+        except MemoryToolError as exc:
+            raise MemoryToolError(
+                "invalid",
+                f"pending write {record.id} holds invalid operations ({exc.message}); kept "
+                "for inspection, not applied",
+                pending_id=record.id,
+            ) from exc
         try:
             outcome = self.store.write(
                 target,
@@ -266,9 +310,21 @@ class MemoryService:
         )
 
     def reject(self, pending_id: str) -> dict[str, Any]:
-        record = self.queue.get(pending_id)
-        self.queue.discard(record.id)
-        target = Target(record.payload.get("target", "memory"))
+        with self.queue.settling():
+            try:
+                record, target = self._staged(pending_id)
+            except MemoryToolError as exc:
+                if exc.code != "invalid" or not self.queue.valid_id(pending_id):
+                    raise
+                # Rejecting is how a user clears a bad record: it goes, nothing is applied.
+                self.queue.discard(pending_id)
+                return {
+                    "ok": True,
+                    "status": "rejected",
+                    "pending_id": pending_id,
+                    "message": f"Rejected the invalid record {pending_id}; memory is unchanged.",
+                }
+            self.queue.discard(record.id)
         self._log(
             target,
             "rejected",
@@ -285,7 +341,10 @@ class MemoryService:
         }
 
     def settle_all(self, approve: bool) -> list[dict[str, Any]]:
-        """Approve or reject every pending write in order; each one's outcome, failures too."""
+        """Approve or reject every pending write in order; each one's outcome, failures too.
+
+        Approving skips invalid records (listed as such, left for inspection); one bad record
+        never blocks the others."""
         settle: Callable[[str], dict[str, Any]] = self.approve if approve else self.reject
         outcomes = []
         for record in self.queue.list():
@@ -293,7 +352,16 @@ class MemoryService:
                 outcomes.append(settle(record.id))
             except MemoryToolError as exc:
                 outcomes.append(exc.to_dict())
+        if approve:
+            for bad in self.queue.invalid():
+                outcomes.append(
+                    {"ok": False, "error": "invalid", "skipped": True, "file": bad["file"],
+                     "message": f"skipped {bad['file']}: {bad['reason']}"}
+                )  # fmt: skip
         return outcomes
+
+    def invalid_pending(self) -> list[dict[str, str]]:
+        return self.queue.invalid()
 
     # -- history and undo ----------------------------------------------------------------
 
@@ -339,12 +407,15 @@ class MemoryService:
                     "edit memory directly instead",
                 )
 
+        # The budget is not checked: the state undo returns to existed, and a cap lowered (or
+        # a file grown outside Cairn) since must not make it unreachable.
         outcome = self.store.write(
             target,
             ops,
             action="undo",
             detail={"undoes": event.id},
             precondition=unchanged_since,
+            enforce_budget=False,
         )
         self._committed(ops, outcome)
         return self._result(outcome, f"undid #{event.id} ({event.action})", undone=event.id)

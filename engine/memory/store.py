@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import Config
-from engine.fsutil import atomic_write_text, locked, real_target
+from engine.fsutil import atomic_write_text, decode_utf8, locked, real_target
 from engine.home import Home, HomeError
 from engine.memory import threats
 from engine.memory.entries import Target, is_canonical, parse, render, usage
@@ -67,6 +67,9 @@ class WriteOutcome:
     entries: list[str]
     event_id: int | None = None
     backup: Path | None = None
+    # Why the backup was made: "form" (a hand edit a rewrite normalises) or "foreign" (the
+    # change removes or rewrites text Cairn never wrote, e.g. another tool's append).
+    backup_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -93,7 +96,7 @@ def read_memory_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
             "file", f"{name} contains NUL bytes at offset {data.index(0)}; fix it ({path})"
         )
     try:
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError as exc:
         raise MemoryToolError(
             "file",
@@ -149,12 +152,16 @@ class MemoryStore:
         text = read_memory_text(path, max(MAX_FILE_BYTES, BYTES_PER_CHAR_ALLOWED * limit))
         return MemoryFile(target, path, text, parse(text), limit)
 
-    def note_external_edit(self, current: MemoryFile) -> int | None:
+    def note_external_edit(self, current: MemoryFile, known: str | None = None) -> int | None:
         """Enter ``current`` in the history if it differs from the last state Cairn recorded
-        (an editor, another tool or a second Cairn changed the file); the new event's id."""
+        (an editor, another tool or a second Cairn changed the file); the new event's id.
+
+        ``known`` is that last state when the caller already read it (under the file's lock,
+        so the comparison cannot race another Cairn's write)."""
         if self.history is None:
             return None
-        known = self.history.last_state(current.target.value)
+        if known is None:
+            known = self.history.last_state(current.target.value)
         state = render(current.entries)
         if known == state or (known is None and not state):
             return None
@@ -177,10 +184,12 @@ class MemoryStore:
         pending_id: str | None = None,
         detail: dict[str, object] | None = None,
         precondition: Callable[[list[str]], None] | None = None,
+        enforce_budget: bool = True,
     ) -> WriteOutcome:
         """Apply ``ops`` to ``target`` as one all-or-nothing change.
 
         ``precondition`` sees the entries as re-read under the lock and may raise to refuse.
+        ``enforce_budget`` off lets undo return to a state that existed, whatever the cap.
         """
         if not self.enabled(target):
             raise MemoryToolError(
@@ -203,7 +212,15 @@ class MemoryStore:
                     "nothing was written",
                 ) from exc
             return self._write_locked(
-                target, ops, origin, session_id, action, pending_id, detail or {}, precondition
+                target,
+                ops,
+                origin,
+                session_id,
+                action,
+                pending_id,
+                detail or {},
+                precondition,
+                enforce_budget,
             )
 
     def _write_locked(
@@ -216,24 +233,34 @@ class MemoryStore:
         pending_id: str | None,
         detail: dict[str, object],
         precondition: Callable[[list[str]], None] | None,
+        enforce_budget: bool = True,
     ) -> WriteOutcome:
         before = self.read(target)
         outcome = WriteOutcome(target, False, before, before.entries)
+        # What Cairn last wrote (None: nothing, or no history to ask): entries beyond it were
+        # written by someone else, and a rewrite must not drop them unseen.
+        known: str | None = None
         if self.history is not None:
             try:
-                self.note_external_edit(before)
+                known = self.history.last_state(target.value)
+                self.note_external_edit(before, known)
             except Exception as exc:  # the files are the truth; a broken log must not block
                 log.warning("memory history unavailable: %s", exc)
                 outcome.warnings.append(f"change history not recorded: {exc}")
         if precondition is not None:
             precondition(before.entries)
         after = apply_to_entries(before.entries, ops)
-        check_budget(target, before.entries, after, before.limit, ops)
+        if enforce_budget:
+            check_budget(target, before.entries, after, before.limit, ops)
         outcome.entries = after
         if after == before.entries:
             return outcome
+        ours = set(parse(known or ""))
+        kept = set(after)
         if before.text and not is_canonical(before.text):
-            outcome.backup = self._backup(before)
+            outcome.backup, outcome.backup_reason = self._backup(before), "form"
+        elif any(e not in ours and e not in kept for e in before.entries):
+            outcome.backup, outcome.backup_reason = self._backup(before), "foreign"
         new_text = render(after)
         try:
             atomic_write_text(before.path, new_text)

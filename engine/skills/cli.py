@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.cli_output import emit as _emit
 from engine.config import load_config
+from engine.fsutil import decode_utf8
 from engine.home import Home
 from engine.skills.guard import TRUST_LEVELS, TrustBook, judge, scan_skill_text
 from engine.skills.manage import SkillManager
@@ -137,7 +138,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         rel, data = read_skill_file(skill, args.file)
         file = str(rel)
         try:
-            text = data.decode("utf-8")
+            text = decode_utf8(data)
         except UnicodeDecodeError:
             payload = {"ok": True, "name": skill.ref, "file": file, "binary": True}
             _emit(args, {**payload, "size": len(data)}, f"{file}: binary, {len(data):,} bytes")
@@ -174,7 +175,7 @@ def _read_body(source: str | None) -> str | None:
     name = "stdin" if source == "-" else source
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-        return data.decode("utf-8")
+        return decode_utf8(data)
     except UnicodeDecodeError as exc:
         raise SkillError("invalid", f"{name} is not valid UTF-8 (offset {exc.start})") from None
     except OSError as exc:

@@ -35,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from engine.config import Config, load_config
-from engine.fsutil import TEMP_PREFIX, atomic_write_text, fsync_dir, locked
+from engine.fsutil import TEMP_PREFIX, atomic_write_text, decode_utf8, fsync_dir, locked
 from engine.home import Home, HomeError
 from engine.memory.approval import Origin, PendingQueue, PendingWrite
 from engine.memory.errors import MemoryToolError
@@ -305,7 +305,7 @@ class _Change:
 
 def _read_text(path: Path, shown: str) -> str:
     try:
-        return path.read_bytes().decode("utf-8")
+        return decode_utf8(path.read_bytes())
     except FileNotFoundError:
         raise SkillError("not_found", f"{shown} does not exist") from None
     except UnicodeDecodeError:
@@ -323,7 +323,7 @@ def _old_text(path: Path) -> tuple[str | None, bool]:
     try:
         if path.stat().st_size > 4 * HISTORY_TEXT_MAX:
             return None, True
-        return path.read_bytes().decode("utf-8"), False
+        return decode_utf8(path.read_bytes()), False
     except (OSError, UnicodeDecodeError):
         return None, True
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.fsutil import resolves_inside
+from engine.fsutil import decode_utf8, resolves_inside
 from engine.home import Home
 
 __all__ = [
@@ -473,7 +473,7 @@ def _load_one(home: Home, folder: Path, category: str | None) -> Skill:
             head = handle.read(_HEAD_BYTES)
         if len(head) == _HEAD_BYTES:
             head = head[: head.rfind(b"\n") + 1]
-        text = head.decode("utf-8")
+        text = decode_utf8(head)
     except UnicodeDecodeError as exc:
         raise SkillError(
             "malformed", f"{shown}: not valid UTF-8 (byte offset {exc.start})", file=shown
@@ -589,7 +589,7 @@ def read_document(skill: Skill) -> SkillDocument:
             raise SkillError("path", f"{skill.ref}/SKILL.md points outside the skill")
         if path.stat().st_size > READ_CEILING_BYTES:
             raise SkillError("too_large", f"{skill.ref}/SKILL.md is too large to read")
-        text = path.read_bytes().decode("utf-8")
+        text = decode_utf8(path.read_bytes())
     except FileNotFoundError:
         raise SkillError("not_found", f"skill {skill.ref!r} was removed") from None
     except UnicodeDecodeError as exc:

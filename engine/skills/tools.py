@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from engine.config import Config
+from engine.fsutil import decode_utf8
 from engine.home import Home
 from engine.memory.approval import Origin
 from engine.skills.guard import TrustBook, check, describe_findings
@@ -206,7 +207,7 @@ class SkillView:
         skill = find_skill(self.home, name)
         rel, data = read_file(skill, file)
         try:
-            text = data.decode("utf-8")
+            text = decode_utf8(data)
             if "\x00" in text:
                 raise ValueError("NUL byte")
         except ValueError:
