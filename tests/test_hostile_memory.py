@@ -5,6 +5,9 @@ records. Nothing is lost, nothing is applied twice, every failure says what is w
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from engine.home import Home
 from engine.memory.entries import Target, parse, render
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService
+from tests.conftest import REPO
 
 M = Target.MEMORY
 FOREIGN = "\n\n" + "\n".join(
@@ -218,3 +222,47 @@ def test_a_record_with_broken_operations_is_invalid_not_a_crash(home: Home) -> N
         mem.approve(record.stem)
     assert err.value.code == "invalid" and record.stem in err.value.message
     assert record.exists()
+
+
+# -- two Cairn processes on one home ------------------------------------------------------
+
+WRITER = """
+import sys
+from engine.config import Config
+from engine.home import Home
+from engine.memory.entries import Target
+from engine.memory.service import MemoryService
+
+from pathlib import Path
+service = MemoryService(Home(Path(sys.argv[1])), Config())
+print("ready", flush=True)
+for n in range(200):
+    service.write(Target.MEMORY, [{"action": "add", "content": f"Fact {n}"}])
+    service.write(Target.MEMORY, [{"action": "remove", "old_text": f"Fact {n}"}])
+"""
+
+
+def test_another_cairn_process_writing_is_never_taken_for_an_external_edit(home: Home) -> None:
+    """Tried: this process rescans for outside edits in a loop (as the desktop app does on
+    every file change) while a second Cairn process makes 400 writes. Phantom
+    `external_edit` events used to appear, recorded just before the real writes (a remove
+    and re-add that never happened). Now the rescan compares under the file's lock, against
+    the last recorded state: none appear, and the history replays to the file."""
+    mem = service(home)
+    mem.write(M, [{"action": "add", "content": "Seed"}])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(home.root)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    rescans = 0
+    while proc.poll() is None:
+        mem.rescan()
+        rescans += 1
+    assert proc.returncode == 0 and rescans > 50
+    events = mem.events(M)
+    assert [e for e in events if e.action == "external_edit"] == []
+    assert sum(1 for e in events if e.action in ("add", "remove")) == 401
+    assert parse(events[0].state_after or "") == mem.read(M).entries == ["Seed"]

@@ -91,7 +91,7 @@ class MemoryService:
         ids = []
         for target in Target:
             try:
-                ids.append(self.store.note_external_edit(self.store.read(target)))
+                ids.append(self.store.read_noting_edits(target)[1])
             except Exception as exc:  # said by whatever reads the file next, not here
                 log.debug("could not check %s for external edits: %s", target.filename, exc)
         return [i for i in ids if i is not None]
@@ -107,14 +107,10 @@ class MemoryService:
             if not self.store.enabled(target):
                 continue
             try:
-                current = self.store.read(target)
+                current, _ = self.store.read_noting_edits(target)
             except MemoryToolError as exc:
                 blocks.append(f"[{target.filename} could not be loaded: {exc.message}]")
                 continue
-            try:
-                self.store.note_external_edit(current)
-            except Exception as exc:
-                log.warning("could not record an external edit of %s: %s", target.filename, exc)
             shown = []
             for entry in current.entries:
                 verdict = threats.scan(entry)

@@ -152,6 +152,25 @@ class MemoryStore:
         text = read_memory_text(path, max(MAX_FILE_BYTES, BYTES_PER_CHAR_ALLOWED * limit))
         return MemoryFile(target, path, text, parse(text), limit)
 
+    def read_noting_edits(self, target: Target) -> tuple[MemoryFile, int | None]:
+        """``target`` as it is now, with an edit made outside Cairn entered in the history.
+
+        Read under the file's lock: another Cairn process replaces the file and then records
+        its event while holding it, so an unlocked look could fall between the two and take
+        that write for an outside edit (a phantom remove and re-add in the timeline)."""
+        path = self.path(target)
+        with contextlib.ExitStack() as stack:
+            if path.parent.is_dir():
+                with contextlib.suppress(OSError):  # a read-only folder: look without the lock
+                    stack.enter_context(locked(path.with_name(path.name + ".lock")))
+            current = self.read(target)
+            try:
+                event = self.note_external_edit(current)
+            except Exception as exc:  # the history is a log; reading must not fail with it
+                log.debug("could not record an external edit of %s: %s", target.filename, exc)
+                event = None
+        return current, event
+
     def note_external_edit(self, current: MemoryFile, known: str | None = None) -> int | None:
         """Enter ``current`` in the history if it differs from the last state Cairn recorded
         (an editor, another tool or a second Cairn changed the file); the new event's id.
