@@ -228,7 +228,9 @@ def _nothing_stored(args: argparse.Namespace, home: Home) -> int:
             "`cairn profile create NAME` makes one",
         )
     message = f"no Cairn home at {home.root} yet: nothing is stored there"
-    if args.json:
+    if getattr(args, "sessions_command", None) == "export":
+        print(message, file=sys.stderr)  # stdout is the (empty) export itself
+    elif args.json:
         print(json.dumps({"ok": True, "empty": True, "home": str(home.root), "message": message}))
     else:
         print(message)

@@ -183,3 +183,30 @@ def test_a_memory_file_linked_into_a_dotfiles_folder_stays_supported(
     code, _, err = _run(capsys, "--home", str(home.root), "memory", "add", "A fact")
     assert code == 0, err
     assert (dotfiles / "MEMORY.md").read_text("utf-8") == "A fact"
+
+
+def test_skill_ledgers_and_cron_jobs_are_not_written_through_linked_folders(
+    home: Home, outside: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: skills -> a folder elsewhere holding a skill, then `cairn skills trust` (the trust
+    ledger would be written there); cron -> /etc, then `cairn cron add`. Both are one-line
+    refusals and nothing appears in the linked folders."""
+    (outside / "deploy").mkdir()
+    (outside / "deploy" / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: How to deploy\n---\n\nSteps.\n", encoding="utf-8"
+    )
+    home.root.mkdir(parents=True)
+    os.symlink(outside, home.skills_dir)
+    before = sorted(p.name for p in outside.rglob("*"))
+    base = ["--home", str(home.root)]
+    code, _, err = _run(capsys, *base, "skills", "trust", "deploy", "trusted")
+    assert code == 1
+    _one_line_error(err)
+    os.symlink(outside, home.cron_dir)
+    code, _, err = _run(
+        capsys, *base, "cron", "add", "daily", "--schedule", "every 1h", "--prompt", "Hi"
+    )
+    assert code == 1
+    _one_line_error(err)
+    assert "is a link to" in err
+    assert sorted(p.name for p in outside.rglob("*")) == before

@@ -10,6 +10,7 @@ started: counts are worth less than the user's ability to inspect what went wron
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from engine.fsutil import atomic_write_text, locked
+from engine.fsutil import atomic_write_text, locked, resolves_inside
 
 __all__ = ["JsonLedger", "SkillUsage", "UsageBook"]
 
@@ -48,7 +49,13 @@ class JsonLedger:
 
     def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Apply ``change`` to the mapping in place and store it; returns the new mapping."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.path.parent
+        if not resolves_inside(folder, folder.parent):
+            # `skills -> /etc`: the ledger would be written there (see Home.safe_folder).
+            raise PermissionError(
+                errno.EPERM, f"{folder} is a link leading out of the home; not written", folder
+            )
+        folder.mkdir(parents=True, exist_ok=True)
         with locked(self.lock_path):
             data = self._read_for_update()
             change(data)
