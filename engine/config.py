@@ -34,8 +34,9 @@ from engine.home import Home
 log = logging.getLogger(__name__)
 
 # A configuration is a few kilobytes; a file of megabytes is not one (and was re-parsed on
-# every command, for minutes).
-MAX_CONFIG_BYTES = 2 * 1024 * 1024
+# every command, for minutes). Parsing costs about 2 s of CPU per MiB, so the cap also bounds
+# what a large but legitimate file adds to each command's start.
+MAX_CONFIG_BYTES = 512 * 1024
 # Aliases are legitimate (shared defaults); thousands of them, or a value that expands to more
 # nodes than this, are an attack on whoever walks the data.
 MAX_ALIASES = 200
@@ -302,8 +303,8 @@ def _read_text(path: Path) -> str | None:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(
-            f"{path}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, which no "
-            "configuration is; move it aside or trim it"
+            f"{path}: larger than {MAX_CONFIG_BYTES // 1024:,} KiB, which no configuration "
+            "is; move it aside or trim it"
         )
     try:
         return decode_utf8(data)
