@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from engine import yamlsafe
 from engine.fsutil import atomic_write_text, decode_utf8, locked
 from engine.home import Home
 
@@ -37,10 +38,6 @@ log = logging.getLogger(__name__)
 # every command, for minutes). Parsing costs about 2 s of CPU per MiB, so the cap also bounds
 # what a large but legitimate file adds to each command's start.
 MAX_CONFIG_BYTES = 512 * 1024
-# Aliases are legitimate (shared defaults); thousands of them, or a value that expands to more
-# nodes than this, are an attack on whoever walks the data.
-MAX_ALIASES = 200
-MAX_EXPANDED_NODES = 100_000
 SHOWN_CHARS = 60
 # Keys whose values are never quoted back, and shapes of values that look like credentials.
 _SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|credential|auth)", re.IGNORECASE)
@@ -242,55 +239,6 @@ class Config(_Section):
         return value
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, counting alias uses as it composes the document."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark
-                raise _TooManyAliases(mark.line + 1)
-        return super().compose_node(parent, index)
-
-
-class _TooManyAliases(Exception):
-    def __init__(self, line: int) -> None:
-        self.line = line
-
-
-def _expanded_nodes(data: Any, path: Path) -> int:
-    """How many nodes ``data`` would have with every alias expanded, counted without
-    expanding (each shared node once, times its uses); refuses self-reference."""
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(node: Any) -> int:
-        if not isinstance(node, dict | list):
-            return 1
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise ConfigError(f"{path}: a value refers to itself through an alias")
-        active.add(key)
-        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > MAX_EXPANDED_NODES:
-                break
-        active.discard(key)
-        sizes[key] = total
-        return total
-
-    return size(data)
-
-
 def _read_text(path: Path) -> str | None:
     try:
         with path.open("rb") as handle:
@@ -316,31 +264,26 @@ def _read_raw(path: Path) -> dict[str, Any]:
     text = _read_text(path)
     if text is None:
         return {}
-    loader = _BoundedLoader(text)
     try:
-        data = loader.get_single_data()
-    except _TooManyAliases as exc:
-        raise ConfigError(
-            f"{path}: more than {MAX_ALIASES} YAML aliases (by line {exc.line}); refused "
-            "rather than expanded"
-        ) from None
+        data = yamlsafe.load(text)
+    except yamlsafe.YamlLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
         problem = getattr(exc, "problem", None) or "cannot be parsed"
         raise ConfigError(f"{path}: not valid YAML{line}: {problem}") from exc
-    finally:
-        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
-    if _expanded_nodes(data, path) > MAX_EXPANDED_NODES:
-        raise ConfigError(
-            f"{path}: its aliases expand to more than {MAX_EXPANDED_NODES:,} values; refused "
-            "rather than expanded"
-        )
     return data
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """config.yaml at ``path`` as plain data, with every bound applied (size, aliases), not
+    validated: for a look at another profile's settings."""
+    return _read_raw(path)
 
 
 def shown_value(value: Any, key: str = "") -> str:

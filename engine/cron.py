@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine import yamlsafe
 from engine.config import load_config
 from engine.fsutil import atomic_write_text, locked
 from engine.home import Home
@@ -384,7 +385,9 @@ def _read_raw(home: Home) -> list[Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CronError("file", f"{path} cannot be read: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.load(text)  # aliases bounded: a hand-edited file is input too
+    except yamlsafe.YamlLimitError as exc:
+        raise CronError("file", f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise CronError("file", f"{path} is not valid YAML: {exc}") from exc
     if data is None:

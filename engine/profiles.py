@@ -35,11 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, Field
 
 from engine import cron
-from engine.config import DELETE, ConfigError, update_config
+from engine.config import DELETE, ConfigError, read_raw, update_config
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, locked
 from engine.home import (
     PROFILE_NAME,
@@ -267,16 +266,14 @@ def _chars(path: Path) -> int:
 
 def _describe(home: Home, info: ProfileInfo) -> None:
     try:
-        raw = yaml.safe_load(home.config_file.read_text(encoding="utf-8")) or {}
-        model = raw.get("model") if isinstance(raw, dict) else None
+        raw = read_raw(home.config_file)
+        model = raw.get("model")
         if isinstance(model, dict):
             info.model = model.get("model") or model.get("provider")
         elif isinstance(model, str):
             info.model = model
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        info.problems.append(f"config.yaml: {exc}")
+    except ConfigError as exc:  # bounded like every config read: size, aliases
+        info.problems.append(str(exc))
     info.memory_chars = _chars(home.memories_dir / "MEMORY.md")
     info.user_chars = _chars(home.memories_dir / "USER.md")
     info.sessions = _count_sessions(home)
@@ -349,11 +346,11 @@ def _drop_shared_database(target: Home, report: CreateReport) -> None:
     if not path.is_file():
         return
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raw = read_raw(path)
+    except ConfigError as exc:
         report.warnings.append(f"config.yaml copied as is; it could not be read: {exc}")
         return
-    database = raw.get("database") if isinstance(raw, dict) else None
+    database = raw.get("database")
     if isinstance(database, dict) and database.get("url"):
         try:  # only that key goes: comments and the rest of the file stay as they were
             update_config(target, {"database": {"url": DELETE}})

@@ -164,3 +164,25 @@ def test_a_new_key_is_added_and_everything_else_kept(home: Home) -> None:
     assert len(kept) == len(SHARED.splitlines())
     config = load_config(home)
     assert config.memory.user_char_limit == 1500 and config.compression.threshold == 0.6
+
+
+def test_every_yaml_file_cairn_reads_is_bounded(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tried: the 9-level alias bomb as cron/jobs.yaml (`cairn cron list`) and as a profile's
+    config.yaml (`cairn profile list`, which peeks into each profile). Neither expands it:
+    cron list is a one-line error; profile list lists the profile with the problem."""
+    bomb = alias_bomb(9)
+    home.cron_dir.mkdir(parents=True)
+    (home.cron_dir / "jobs.yaml").write_text(bomb, encoding="utf-8")
+    started = time.process_time()
+    code = main(["cron", "list", "--home", str(home.root)])
+    err = capsys.readouterr().err
+    assert code == 1 and "aliases" in err and err.count("\n") == 1
+    work = home.profiles_dir / "work"
+    work.mkdir(parents=True)
+    (work / "config.yaml").write_text(bomb, encoding="utf-8")
+    code = main(["profile", "list", "--json", "--home", str(home.root)])
+    out = capsys.readouterr().out
+    assert code == 0 and "aliases" in out
+    assert time.process_time() - started < 10
