@@ -15,6 +15,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 TEMP_PREFIX = ".cairn-tmp-"
 
@@ -35,6 +36,34 @@ def decode_utf8(data: bytes) -> str:
         raise UnicodeDecodeError(
             "utf-8", data, exc.start + skip, exc.end + skip, exc.reason
         ) from None
+
+
+class LineTooLong(ValueError):
+    """A line of line-by-line input is longer than any valid one; reading stopped there."""
+
+    def __init__(self, number: int, limit: int, what: str) -> None:
+        self.code = "too_large"
+        self.number = number
+        self.message = (
+            f"line {number:,} is longer than {limit // (1024 * 1024):,} MiB, which no {what} "
+            "is; lines before it were read, nothing after it"
+        )
+        super().__init__(self.message)
+
+
+def bounded_lines(handle: IO[bytes], limit: int, what: str = "line") -> Iterator[bytes]:
+    """The lines of ``handle``, each read with at most ``limit`` bytes held in memory (a plain
+    ``for line in handle`` on /dev/zero grows until memory runs out); :class:`LineTooLong`
+    naming the line when one is longer."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise LineTooLong(number, limit, what)
+        yield line
 
 
 def read_text(path: Path) -> str:

@@ -4,6 +4,7 @@ naming where."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -107,15 +108,26 @@ def test_an_unexpected_error_is_one_line_with_a_debug_hint(
 
 
 def test_a_pipe_closed_early_exits_quietly(home: Home) -> None:
-    """Tried: `cairn memory history --json | head -c 1`: the reader goes away while cairn is
-    still writing. Cairn exits 141 with nothing on stderr (was a BrokenPipeError traceback
-    and "Exception ignored" noise)."""
+    """Tried: `cairn memory history --json -n 1000 | head -c 1`: the reader goes away while
+    cairn is still writing (600 events: far more than a pipe buffer holds). Cairn exits 141
+    with nothing on stderr (was a BrokenPipeError traceback and "Exception ignored" noise)."""
     service = seeded(home)
     for n in range(300):
         service.write(Target.MEMORY, [{"action": "add", "content": f"Fact number {n}"}])
         service.write(Target.MEMORY, [{"action": "remove", "old_text": f"Fact number {n}"}])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "memory", "history", "--json", "--home", home.root],
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "memory",
+            "history",
+            "--json",
+            "-n",
+            "1000",
+            "--home",
+            str(home.root),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -250,3 +262,14 @@ def test_an_orphan_wal_is_refused_not_overwritten(
     code, _, err = run(capsys, home, "sessions", "list")
     assert code == 1 and "state.db-wal exists without its database" in one_line(err)
     assert wal.read_bytes() == before and not home.state_db.exists()
+
+
+def test_endless_lines_to_scan_stop_with_an_error_naming_the_line(
+    home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tried: `cairn memory scan --jsonl < /dev/zero` (one line without end). One line naming
+    line 1 as too long, exit 1."""
+    with open("/dev/zero", "rb") as zero:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(zero))
+        code, _, err = run(capsys, home, "memory", "scan", "--jsonl")
+    assert code == 1 and "line 1 is longer than" in one_line(err)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from engine.cli_output import emit as _emit
-from engine.fsutil import decode_utf8
+from engine.fsutil import bounded_lines, decode_utf8
 from engine.memory import threats
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
@@ -195,7 +195,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         _emit(args, verdict.model_dump(), _verdict_text(verdict))
         return 1 if verdict.blocked else 0
     failed = False
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
+    lines = bounded_lines(sys.stdin.buffer, MAX_INPUT_BYTES, "text to scan")
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:

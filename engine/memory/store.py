@@ -159,10 +159,13 @@ class MemoryStore:
         its event while holding it, so an unlocked look could fall between the two and take
         that write for an outside edit (a phantom remove and re-add in the timeline)."""
         path = self.path(target)
+        lock = path.with_name(path.name + ".lock")
         with contextlib.ExitStack() as stack:
-            if path.parent.is_dir():
-                with contextlib.suppress(OSError):  # a read-only folder: look without the lock
-                    stack.enter_context(locked(path.with_name(path.name + ".lock")))
+            # Every Cairn writer creates the lock before writing; with none there, no Cairn
+            # write can be half done, and reading must not create one.
+            if lock.exists():
+                with contextlib.suppress(OSError):  # unopenable: look without the lock
+                    stack.enter_context(locked(lock))
             current = self.read(target)
             try:
                 event = self.note_external_edit(current)

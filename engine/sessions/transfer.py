@@ -31,6 +31,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import DataError, IntegrityError
 
+from engine import fsutil
 from engine.sessions import maintenance
 from engine.sessions.store import SessionStore, messages_t, sessions_t, storable
 
@@ -308,30 +309,9 @@ class _Importer:
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
-class LineTooLong(ValueError):
-    """A line of the input is longer than any session can be; reading stopped there."""
-
-    def __init__(self, number: int, limit: int) -> None:
-        self.code = "too_large"
-        self.message = (
-            f"line {number:,} is longer than {limit // (1024 * 1024):,} MiB, which no session "
-            f"is: not a JSONL export? Lines before it were imported, nothing after it was read"
-        )
-        super().__init__(self.message)
-
-
 def bounded_lines(handle: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
-    """The lines of ``handle``, each read with at most ``limit`` bytes held in memory;
-    :class:`LineTooLong` naming the line when one is longer."""
-    number = 0
-    while True:
-        line = handle.readline(limit + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > limit and not line.endswith(b"\n"):
-            raise LineTooLong(number, limit)
-        yield line
+    """The lines of an export file, none longer than ``limit``: see :func:`fsutil.bounded_lines`."""
+    return fsutil.bounded_lines(handle, limit, "session in a JSONL export")
 
 
 def import_sessions(
