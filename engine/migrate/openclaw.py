@@ -369,6 +369,9 @@ def _leaves(path: Path, tree: Path | None) -> bool:
     return tree is not None and not resolves_inside(path, tree)
 
 
+OUTSIDE = ", outside "  # in the reason of every link refused for leaving its tree
+
+
 def _refusal(path: Path) -> str:
     return f"a link to {link_target(path)}, outside the source folder: not followed"
 
@@ -703,9 +706,9 @@ def plan_migration(
     counts = Counts()
     for plan in targets:
         counts.merge(plan.counts)
-    refused = [f"{f.path} -> {f.reason}" for f in files if f.reason and "not followed" in f.reason]
+    refused = [f"{f.path} -> {f.reason}" for f in files if f.reason and OUTSIDE in f.reason]
     refused += [
-        f"{c.destination} -> {c.reason}" for c in copies if c.reason and "not written" in c.reason
+        f"{c.destination} -> {c.reason}" for c in copies if c.reason and OUTSIDE in c.reason
     ]
     report = MigrationReport(
         home=home.root,
