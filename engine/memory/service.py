@@ -19,6 +19,7 @@ from engine.memory.entries import Target, parse, percent, prompt_block, usage
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import History, MemoryEvent
 from engine.memory.operations import (
+    ENTRIES_SHOWN_MIN,
     AddOp,
     RemoveOp,
     ReplaceOp,
@@ -26,6 +27,7 @@ from engine.memory.operations import (
     check_budget,
     parse_operations,
     preview,
+    shown_entries,
 )
 from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refuse_blocked
 
@@ -222,6 +224,9 @@ class MemoryService:
             "status": "applied" if outcome.changed else "unchanged",
             "message": message,
             "usage": use,
+            # The live entries: the prompt's snapshot stays frozen for the session, so this is
+            # where a model sees what its write left.
+            "entries": shown_entries(outcome.entries, max(use["limit"], ENTRIES_SHOWN_MIN)),
             "event_id": outcome.event_id,
             "backup": str(outcome.backup) if outcome.backup else None,
             "warnings": outcome.warnings,
