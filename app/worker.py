@@ -105,6 +105,19 @@ class EngineWorker(QObject):
         if agent is not None:
             self.agent, self._memory = agent, agent.memory
             self.changed.emit(self._full_state(["start"]))
+            self._offer_hermes_import(agent)
+
+    def _offer_hermes_import(self, agent: Agent) -> None:
+        """Say so when the home's other program holds sessions Cairn has not copied."""
+        from engine.sessions import hermes
+
+        try:
+            text = hermes.hint(self.home, agent.store)
+        except Exception:  # only a hint: never in the way of opening the home
+            log.debug("Hermes sessions not checked", exc_info=True)
+            return
+        if text:
+            self.noticeRaised.emit("info", text.replace("`", ""), "")
 
     def _open_agent(self) -> Agent | None:
         try:

@@ -161,3 +161,39 @@ def test_no_hermes_store_is_a_clear_refusal(
     assert "not a Hermes Agent session store" in err
     assert len(err.strip().splitlines()) == 1
     assert hermes.hermes_db(home) is None
+
+
+def chat_texts(window: object, kind: str) -> list[str]:
+    from app.models.transcript_model import Role
+
+    model = window.chat.model  # type: ignore[attr-defined]
+    rows = [model.index(r) for r in range(model.rowCount())]
+    return [str(i.data(Role.TEXT)) for i in rows if i.data(Role.KIND) == kind]
+
+
+def test_the_window_offers_the_import_and_the_slash_command_runs_it(
+    tmp_path: Path, qtbot: object
+) -> None:
+    """Tried as a user would: open the desktop app on a Hermes home. A notice says how many
+    sessions are not imported and how; typing /sessions import-hermes copies them."""
+    from PySide6.QtCore import Qt
+
+    from tests.test_app_window import open_window
+
+    home = hermes_home(tmp_path / "home")
+    window = open_window(qtbot, home)  # type: ignore[arg-type]
+    qtbot.waitUntil(  # type: ignore[attr-defined]
+        lambda: any("3 sessions" in t for t in chat_texts(window, "notice")), timeout=10_000
+    )
+    notice = next(t for t in chat_texts(window, "notice") if "3 sessions" in t)
+    assert "/sessions import-hermes" in notice
+
+    pane = window.chat
+    pane.input.setFocus()
+    qtbot.keyClicks(pane.input, "/sessions import-hermes")  # type: ignore[attr-defined]
+    qtbot.keyClick(pane.input, Qt.Key.Key_Return)  # type: ignore[attr-defined]
+    qtbot.waitUntil(  # type: ignore[attr-defined]
+        lambda: any("copied 3 sessions" in t for t in chat_texts(window, "command")),
+        timeout=10_000,
+    )
+    window.close()

@@ -448,45 +448,19 @@ def _import_text(report: ImportReport, source: str) -> str:
     return "\n".join(lines)
 
 
-def _hermes_lines(args: argparse.Namespace) -> Iterator[str]:
-    path = hermes.hermes_db(args.home_path)
-    if path is None:
-        raise Refused(
-            "not_found",
-            f"{args.home_path.state_db} is not a Hermes Agent session store "
-            "(no such file, or it is Cairn's own)",
-        )
-    try:
-        yield from hermes.export_lines(path)
-    except hermes.HermesError as exc:
-        raise Refused("database", str(exc)) from exc
-
-
 def _import_from_hermes(args: argparse.Namespace) -> int:
     store = _store(args)
-    report = import_sessions(store, _hermes_lines(args), batch_size=args.batch_size)
+    try:
+        report = hermes.import_from(args.home_path, store, batch_size=args.batch_size)
+    except hermes.HermesError as exc:
+        raise Refused("not_found", str(exc)) from exc
     payload = {"ok": True, **report.model_dump()}
     _emit(args, payload, _import_text(report, "the Hermes Agent state.db"))
     return 1 if report.errors_total and not report.sessions_imported else 0
 
 
 def _hermes_hint(args: argparse.Namespace, store: SessionStore) -> str | None:
-    """A line saying how many of the other program's sessions Cairn's store lacks."""
-    path = hermes.hermes_db(args.home_path)
-    if path is None:
-        return None
-    try:
-        ids = hermes.session_ids(path)
-    except hermes.HermesError:
-        return None
-    missing = len(ids) - len(store.has_sessions(ids))
-    if missing <= 0:
-        return None
-    return (
-        f"{missing:,} session{'s' if missing != 1 else ''} of the Hermes Agent state.db in this "
-        "home are not in Cairn's store; `cairn sessions import --from-hermes` copies them "
-        "(their database is only read)"
-    )
+    return hermes.hint(args.home_path, store)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

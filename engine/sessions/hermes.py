@@ -27,6 +27,10 @@ from typing import Any
 
 from engine.db import CairnMeta, readonly_uri
 from engine.home import Home
+from engine.sessions.store import SessionStore
+from engine.sessions.transfer import DEFAULT_BATCH_SIZE, ImportReport, import_sessions
+
+IMPORT_HINT = "`cairn sessions import --from-hermes` (or /sessions import-hermes) copies them"
 
 _SESSION_FIELDS = (
     "source",
@@ -152,3 +156,41 @@ def export_lines(path: Path) -> Iterator[str]:
                 messages.append(_clean(record) | {"content": record["content"]})
             session["messages"] = messages
             yield json.dumps(session, ensure_ascii=False)
+
+
+def missing(home: Home, store: SessionStore) -> int:
+    """How many of the other program's sessions Cairn's store does not hold (0 when the home
+    has no such database, or it cannot be read: this only feeds a hint)."""
+    path = hermes_db(home)
+    if path is None:
+        return 0
+    try:
+        ids = session_ids(path)
+    except HermesError:
+        return 0
+    return len(ids) - len(store.has_sessions(ids))
+
+
+def hint(home: Home, store: SessionStore) -> str | None:
+    """One line for a user whose shared home holds sessions Cairn has not copied."""
+    count = missing(home, store)
+    if count <= 0:
+        return None
+    return (
+        f"{count:,} session{'s' if count != 1 else ''} of the Hermes Agent state.db in this home "
+        f"{'are' if count != 1 else 'is'} not in Cairn's store; {IMPORT_HINT} (their database "
+        "is only read)"
+    )
+
+
+def import_from(
+    home: Home, store: SessionStore, *, batch_size: int = DEFAULT_BATCH_SIZE
+) -> ImportReport:
+    """Copy the other program's sessions into ``store``; those already copied are skipped."""
+    path = hermes_db(home)
+    if path is None:
+        raise HermesError(
+            f"{home.state_db} is not a Hermes Agent session store (no such file, or it is "
+            "Cairn's own)"
+        )
+    return import_sessions(store, export_lines(path), batch_size=batch_size)
