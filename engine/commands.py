@@ -124,7 +124,7 @@ def _memory(agent: Agent, args: list[str]) -> CommandResult:
         records = service.pending()
         if not records:
             return CommandResult(True, "no writes are waiting for approval", {"pending": []})
-        lines = [f"{r.id}  {r.created_at}  {r.origin}  {r.summary}" for r in records]
+        lines = [f"{r.id}  {r.when()}  {r.origin}  {r.summary}" for r in records]
         return CommandResult(
             True, "\n".join(lines), {"pending": [r.model_dump() for r in records]}, "pending"
         )

@@ -14,7 +14,13 @@ from engine.config import Config, load_config, update_config
 from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
-from engine.memory.approval import Origin, PendingQueue, PendingWrite
+from engine.memory.approval import (
+    Origin,
+    PendingQueue,
+    PendingWrite,
+    memory_payload,
+    payload_operations,
+)
 from engine.memory.entries import Target, parse, percent, prompt_block, usage
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import History, MemoryEvent
@@ -173,7 +179,7 @@ class MemoryService:
         record = self.queue.stage(
             action,
             summary,
-            {"target": target.value, "operations": [op.model_dump() for op in ops]},
+            memory_payload(target.value, [op.model_dump() for op in ops]),
             origin,
             session_id,
         )
@@ -247,7 +253,7 @@ class MemoryService:
     def approve(self, pending_id: str) -> dict[str, Any]:
         record = self.queue.get(pending_id)
         target = Target(record.payload.get("target", "memory"))
-        ops = parse_operations(record.payload.get("operations"))
+        ops = parse_operations(payload_operations(record.payload))
         try:
             outcome = self.store.write(
                 target,
@@ -280,7 +286,7 @@ class MemoryService:
             pending_id=record.id,
             origin=record.origin,
             summary=record.summary,
-            operations=record.payload.get("operations"),
+            operations=payload_operations(record.payload),
         )
         return {
             "ok": True,

@@ -230,7 +230,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
             raise SkillError("invalid", "say what to do: pending approve ID or pending reject ID")
         records = manager.pending()
         lines = [
-            f"{r.id}  {r.created_at}  {r.origin:<17} {r.summary}"
+            f"{r.id}  {r.when()}  {r.origin:<17} {r.summary}"
             + "".join(f"\n          warning: {w}" for w in r.payload.get("warnings") or [])
             for r in records
         ]
