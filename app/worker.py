@@ -365,7 +365,7 @@ class EngineWorker(QObject):
         if agent is None:
             return
         arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
-        self.sessionsFound.emit(query, agent.search_tool(arguments))
+        self.sessionsFound.emit(query, agent.search_tool(arguments, for_user=True))
 
     @Slot(str)
     def load_session(self, session_id: str) -> None:
@@ -489,6 +489,6 @@ class EngineWorker(QObject):
             "error": error,
             "notifications": notifications,
         }
-        browse = agent.search_tool({"mode": "browse", "limit": 50})
+        browse = agent.search_tool({"mode": "browse", "limit": 50}, for_user=True)
         changes.sessions = browse.get("sessions", []) if browse.get("ok") else []
         return changes

@@ -168,7 +168,7 @@ def _sessions(agent: Agent, args: list[str]) -> CommandResult:
         return _import_hermes(agent)
     query = " ".join(args)
     if not query:
-        result = agent.search_tool({"mode": "browse", "limit": 10})
+        result = agent.search_tool({"mode": "browse", "limit": 10}, for_user=True)
         lines = [_session_line(card) for card in result.get("sessions", [])]
         return CommandResult(True, "\n".join(lines) or "no sessions yet", result, "sessions")
     result = agent.search_tool({"mode": "discover", "query": query})

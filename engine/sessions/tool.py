@@ -171,10 +171,15 @@ class SessionSearchTool:
         self.current_session_id = current_session_id
         self.max_message_chars = max_message_chars
 
-    def __call__(self, arguments: Any) -> dict[str, Any]:
+    def __call__(self, arguments: Any, *, for_user: bool = False) -> dict[str, Any]:
+        """One call; ``for_user`` is a person's own view (the window's session list, the
+        /sessions command), where the conversation in progress belongs among the recent ones."""
         try:
             mode, kwargs, ignored = self._arguments(arguments)
-            result = self._browse(kwargs) if mode == "browse" else self.search(mode, **kwargs)
+            if mode == "browse" and not for_user:
+                result = self._browse(kwargs)
+            else:
+                result = self.search(mode, **kwargs)
         except (_Invalid, SearchError) as exc:
             return _failure("invalid", str(exc))
         except SQLAlchemyError as exc:
