@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.config import Config, load_config, update_config
+from engine.config_follow import FollowedConfig
 from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
@@ -71,7 +72,7 @@ class MemoryService:
         self, home: Home, config: Config | None = None, *, session_id: str | None = None
     ) -> None:
         self.home = home
-        self.config = config if config is not None else load_config(home)
+        self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.session_id = session_id
         self.history_error: str | None = None
         try:
@@ -85,9 +86,26 @@ class MemoryService:
         # memory provider can mirror them.
         self.on_committed: list[CommitObserver] = []
 
+    @property
+    def config(self) -> Config:
+        """The config as config.yaml says now: approval and limits switched in a terminal
+        apply to this running service's next read and write."""
+        current = self._followed.current()
+        store = getattr(self, "store", None)  # None while __init__ builds the store
+        if store is not None and store.config is not current:
+            store.config = current
+        return current
+
+    @config.setter
+    def config(self, value: Config) -> None:
+        self._followed.replace(value)
+        if getattr(self, "store", None) is not None:
+            self.store.config = value
+
     # -- reading -------------------------------------------------------------------------
 
     def read(self, target: Target) -> MemoryFile:
+        _ = self.config  # the limits as config.yaml says now
         return self.store.read(target)
 
     def rescan(self) -> list[int]:

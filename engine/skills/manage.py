@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from engine.config import Config, load_config
+from engine.config_follow import FollowedConfig
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, fsync_dir, locked
 from engine.home import Home
 from engine.memory.approval import Origin, PendingQueue, PendingWrite
@@ -419,13 +420,18 @@ class SkillManager:
         session_id: str | None = None,
     ) -> None:
         self.home = home
-        self.config = config if config is not None else load_config(home)
+        self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.author: Author = author
         self.origin: Origin = origin
         self.session_id = session_id
         self.queue = SkillPendingQueue(home)
         self.trust = TrustBook(home.skills_dir)
         self.usage = UsageBook(home.skills_dir)
+
+    @property
+    def config(self) -> Config:
+        """As config.yaml says now: approval switched on in a terminal applies at once."""
+        return self._followed.current()
 
     @property
     def writer_trust(self) -> TrustLevel:
