@@ -157,6 +157,7 @@ def test_writes_through_a_linked_home_folder_are_refused(
     base = ["--home", str(home.root)]
     if linked.startswith("skills"):
         argv = [*base, "skills", "create", "deploy", "--description", "How to deploy"]
+        argv += ["--body", "Run the deploy script."]
         if linked == "skills/ops":
             argv += ["--category", "ops"]
     elif linked == "pending":

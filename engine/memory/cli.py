@@ -216,7 +216,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
     records = service.pending()
     invalid = service.invalid_pending()
     lines = [
-        f"{r.id}  {r.created_at}  {r.origin:<17} {str(r.payload.get('target', 'memory'))[:6]:<6} "
+        f"{r.id}  {r.when()}  {r.origin:<17} {str(r.payload.get('target', 'memory'))[:6]:<6} "
         f"{r.summary}"
         for r in records
     ]
