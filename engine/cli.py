@@ -198,7 +198,7 @@ def _open_window(args: argparse.Namespace) -> int:
 # Commands that only read: on a home that does not exist they must not create it (a state.db,
 # its -wal and -shm, lock files), least of all under a mistyped --profile.
 READ_ONLY = {
-    "memory": {"show", "pending", "history", "status"},
+    "memory": {"show", "pending", "history"},
     "sessions": {"list", "show", "search", "export"},
     "skills": {"list", "show"},
     "journey": {"list", "show"},
