@@ -260,7 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.home_path = home
         if _reads_only(args) and not home.root.exists():
             return _nothing_stored(args, home)
-        args.service_factory = lambda: MemoryService(home, load_config(home))
+        reads_only = _reads_only(args)
+        args.service_factory = lambda: MemoryService(
+            home, load_config(home), create_database=not reads_only
+        )
         return int(args.handler(args) or 0)
 
     return run_guarded(run, lambda: bool(state["json"]))

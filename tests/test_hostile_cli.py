@@ -213,6 +213,25 @@ def test_a_read_command_on_a_missing_home_creates_nothing(
     assert not home.root.exists()
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["memory", "show"], ["memory", "history"], ["memory", "pending"], ["journey", "list"]],
+    ids=lambda a: "-".join(a),
+)
+def test_a_read_command_in_a_home_without_a_database_creates_none(
+    home: Home, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Tried: a read-only command in a home that holds only config.yaml and a hand-written
+    MEMORY.md. It answers (the memory is shown) and no state.db, -wal or -shm appears."""
+    home.memories_dir.mkdir(parents=True)
+    home.config_file.write_text("memory:\n  memory_char_limit: 3000\n", encoding="utf-8")
+    (home.memories_dir / "MEMORY.md").write_text("Hand-written fact", encoding="utf-8")
+    before = sorted(p.name for p in home.root.rglob("*"))
+    code, _, err = run(capsys, home, *argv)
+    assert code == 0, err
+    assert sorted(p.name for p in home.root.rglob("*")) == before
+
+
 def test_a_read_command_on_a_missing_profile_is_an_error_and_creates_nothing(
     home: Home, capsys: pytest.CaptureFixture[str]
 ) -> None:

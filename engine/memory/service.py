@@ -69,14 +69,23 @@ def usage_of(target: Target, entries: list[str], limit: int) -> dict[str, Any]:
 
 class MemoryService:
     def __init__(
-        self, home: Home, config: Config | None = None, *, session_id: str | None = None
+        self,
+        home: Home,
+        config: Config | None = None,
+        *,
+        session_id: str | None = None,
+        create_database: bool = True,
     ) -> None:
+        """``create_database`` off (read-only commands): a home with no database yet gets
+        none; its history is simply empty."""
         self.home = home
         self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.session_id = session_id
         self.history_error: str | None = None
+        self.history: History | None = None
         try:
-            self.history: History | None = History(open_engine(home))
+            if create_database or home.state_db.exists() or home.own_db.exists():
+                self.history = History(open_engine(home))
         except Exception as exc:  # memory keeps working without its log; say so in results
             log.debug("memory history unavailable: %s", exc)
             self.history, self.history_error = None, str(exc)
@@ -391,6 +400,8 @@ class MemoryService:
     # -- history and undo ----------------------------------------------------------------
 
     def events(self, target: Target | None = None, limit: int | None = None) -> list[MemoryEvent]:
+        if self.history is None and self.history_error is None:
+            return []  # no database yet, and a read-only command does not create one
         if self.history is None:
             raise MemoryToolError("io", f"change history unavailable: {self.history_error}")
         return self.history.events(target.value if target else None, limit)
