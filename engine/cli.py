@@ -59,10 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _gui(args: argparse.Namespace) -> int:
-    from app.__main__ import run  # deferred: the CLI must work where Qt cannot load
+# Opens the desktop window on a home and returns its exit code. The engine never imports the
+# desktop client: the installed ``cairn`` command (app.launch) passes one in.
+WindowOpener = Callable[[Home], int]
 
-    return run(args.home_path)
+
+class _NoWindow(Exception):
+    code = "no_window"
+    message = (
+        "this entry point has no desktop window; run the installed `cairn` command, or "
+        "`python -m app`"
+    )
+
+
+def _gui(args: argparse.Namespace) -> int:
+    opener: WindowOpener | None = getattr(args, "open_window", None)
+    if opener is None:
+        raise _NoWindow(_NoWindow.message)
+    return opener(args.home_path)
 
 
 def _gui_only(argv: Sequence[str]) -> argparse.Namespace | None:
@@ -187,7 +201,9 @@ def _run_and_report(run: Callable[[], int], as_json: Callable[[], bool]) -> int:
         return status
 
 
-def _open_window(args: argparse.Namespace) -> int:
+def _open_window(args: argparse.Namespace, opener: WindowOpener | None) -> int:
+    args.open_window = opener
+
     def run() -> int:
         args.home_path = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
         return _gui(args)
@@ -237,11 +253,12 @@ def _nothing_stored(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, open_window: WindowOpener | None = None) -> int:
+    """Run one ``cairn`` command line; ``open_window`` serves ``cairn`` and ``cairn gui``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     window = _gui_only(argv)
     if window is not None:
-        return _open_window(window)
+        return _open_window(window, open_window)
     state: dict[str, Any] = {"json": "--json" in argv}
 
     def run() -> int:
@@ -256,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         state["json"] = args.json
         if not hasattr(args, "handler"):
             args.handler = _gui
+        args.open_window = open_window
         home = resolve_home(args.home, args.profile)
         args.home_path = home
         if _reads_only(args) and not home.root.exists():

@@ -85,7 +85,7 @@ def run_cairn(
     *args: str, home: Home | None = None, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``cairn`` entry point in a child process."""
-    argv = [sys.executable, "-m", "engine.cli", *args]
+    argv = [sys.executable, "-m", "app.launch", *args]
     if home is not None:
         argv += ["--home", str(home.root)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}

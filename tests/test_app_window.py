@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
@@ -172,7 +173,7 @@ def test_the_window_opens_before_the_engine_loads() -> None:
     # thread or on first use. Each of them would add tenths of a second to every start.
     code = (
         "import sys\n"
-        "import engine.cli, app.main_window\n"
+        "import app.launch, engine.cli, app.main_window\n"
         "heavy = ('engine.agent', 'engine.memory.service', 'sqlalchemy', 'pydantic', 'openai',\n"
         "         'numpy', 'networkx', 'engine.migrate', 'engine.cron')\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
@@ -181,6 +182,15 @@ def test_the_window_opens_before_the_engine_loads() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_engine_alone_has_no_window_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """Tried: `python -m engine.cli` (the headless entry point) asked for the window."""
+    from engine import cli
+
+    assert cli.main(["gui"]) == 1
+    err = capsys.readouterr().err
+    assert "no desktop window" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_bad_profile_for_the_window_is_a_clear_error() -> None:

@@ -3,7 +3,7 @@
     python tests/benchmarks/gui_startup.py              # 7 runs
     python tests/benchmarks/gui_startup.py --runs 15
 
-Each run is a fresh interpreter running the real ``cairn gui`` entry point (``engine.cli``,
+Each run is a fresh interpreter running the real ``cairn gui`` entry point (``app.launch``,
 ``--home`` a prepared home: a model configured, both memory files with entries, a few stored
 sessions), offscreen. The child stamps three moments on the monotonic clock, which both
 processes share; the parent stamps the start just before it spawns the child:
@@ -38,12 +38,12 @@ if str(ROOT) not in sys.path:
 GOAL_S = 1.5
 
 # Runs in the child: the real entry point, with a hook on the window to stamp the moments.
-# Importing app.main_window ahead of engine.cli.main() only moves that import earlier; `cairn
+# Importing app.main_window ahead of app.launch.main() only moves that import earlier; `cairn
 # gui` imports it anyway before it builds the window.
 CHILD = r"""
 import json, sys, time
 stamps = {}
-import engine.cli
+import app.launch
 import app.main_window as main_window
 stamps["imports"] = time.monotonic()
 from PySide6.QtCore import QEvent, QObject, QTimer
@@ -73,7 +73,7 @@ def _hooked(self, *args, **kwargs):
     self.memoryShown.connect(memory_shown)
 
 main_window.MainWindow.__init__ = _hooked
-code = engine.cli.main(["gui", "--home", sys.argv[1]])
+code = app.launch.main(["gui", "--home", sys.argv[1]])
 stamps["exit"] = time.monotonic()
 print("STAMPS " + json.dumps(stamps), flush=True)
 sys.exit(code)
