@@ -106,6 +106,8 @@ class TurnResult:
     iterations: int = 0
     tool_calls: int = 0
     outcomes: list[ToolOutcome] = field(default_factory=list)
+    # The reply stopped at the model's length limit (finish_reason "length"), not at its end.
+    truncated: bool = False
 
 
 # -- the agent -------------------------------------------------------------------------------
@@ -515,14 +517,17 @@ class Agent:
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
 
-    def close(self, review_timeout: float = 30.0, provider_timeout: float = 5.0) -> None:
-        """End the session; a background review still running gets ``review_timeout``
-        seconds to finish (its writes are atomic either way), the external memory provider
-        ``provider_timeout`` seconds to finish its queued work and shut down."""
+    def close(
+        self, review_timeout: float = 30.0, provider_timeout: float = 5.0, reason: str = "closed"
+    ) -> None:
+        """End the session (``reason`` is stored as its end reason: ``closed``, or ``signal``
+        when a stop signal ended the process); a background review still running gets
+        ``review_timeout`` seconds to finish (its writes are atomic either way), the external
+        memory provider ``provider_timeout`` seconds to finish its queued work and shut down."""
         if self.review is not None:
             self.review.wait(timeout=review_timeout)
         if self.session is not None and self.session.ended_at is None:
-            self.store.end_session(self.session_id, "closed")
+            self.store.end_session(self.session_id, reason)
             self.session = self.session.model_copy(update={"ended_at": time.time()})
             if self.external_memory is not None:
                 self.external_memory.session_ended(self.messages)

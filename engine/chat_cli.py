@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.config import load_config, update_config
@@ -108,8 +112,71 @@ class _Printer:
         self.out.flush()
 
 
-def _send(agent: Agent, line: str) -> TurnResult:
-    """Run one turn on a worker thread; Ctrl-C stops the reply, not the program."""
+# -- stopping on signals ------------------------------------------------------------------
+
+# SIGTERM (``kill``, ``timeout``, systemd, a desktop logout) and SIGHUP (the terminal went
+# away) stop a reply the way Ctrl-C does: the partial reply is stored and the session ended.
+STOP_SIGNALS = tuple(
+    sig for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if sig
+)
+# How long a stopped turn may take to wind down (store the partial reply, answer a tool's
+# stop) before the process gives up on it; a supervisor's SIGKILL usually follows at 5-90 s.
+STOP_GRACE_SECONDS = 5.0
+# A background review still running when a signal stops the chat gets this long.
+SIGNAL_REVIEW_GRACE_SECONDS = 2.0
+
+
+class _Terminated(BaseException):
+    """Raised on the main thread by a stop signal, like KeyboardInterrupt for SIGINT."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """Turns the stop signals into :class:`_Terminated` on the main thread, once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._armed = False
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def exit_code(self) -> int:
+        # The shell's convention for "ended by signal N".
+        return 128 + (self.received or 0)
+
+    def _raise(self, signum: int, frame: FrameType | None) -> None:
+        first = self.received is None
+        self.received = self.received or signum
+        if first and self._armed:
+            self._armed = False  # a second signal must not cut into the cleanup it started
+            raise _Terminated(signum)
+
+    def disarm(self) -> None:
+        """Further signals are noted, never raised: cleanup is running."""
+        self._armed = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Signals]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # only the main thread may set handlers (a test calling main())
+            return
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._raise)
+        self._armed = True
+        try:
+            yield self
+        finally:
+            self._armed = False
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+
+
+def _send(agent: Agent, line: str, signals: _Signals | None = None) -> TurnResult:
+    """Run one turn on a worker thread; Ctrl-C (or a stop signal) stops the reply, not the
+    program: the turn winds down on its own thread and stores what had streamed."""
     from engine.agent import TurnResult
 
     box: dict[str, TurnResult] = {}
@@ -124,11 +191,18 @@ def _send(agent: Agent, line: str) -> TurnResult:
     threading.Thread(target=work, daemon=True).start()
     # An Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread looking
     # finished while it still runs.
+    deadline: float | None = None
     while not done.is_set():
         try:
             done.wait(0.1)
         except KeyboardInterrupt:
             agent.cancel()
+        except _Terminated:
+            agent.cancel()
+        if deadline is None and signals is not None and signals.received is not None:
+            deadline = time.monotonic() + STOP_GRACE_SECONDS
+        if deadline is not None and time.monotonic() > deadline:
+            break
     return box.get("r", TurnResult(error="the reply failed unexpectedly", error_kind="internal"))
 
 
@@ -139,19 +213,32 @@ def _chat(args: argparse.Namespace) -> int:
     config = load_config(home)
     printer = _Printer(sys.stdout, sys.stderr, config.display.memory_notifications)
     quiet_json = bool(args.json and args.query is not None)
-    agent = Agent(
-        home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
-    )
-    try:
-        if args.query is not None:
-            return _one_shot(agent, args.query, args.json, printer)
-        return _repl(agent, printer)
-    finally:
-        agent.close()
-        printer.flush_held()
+    signals = _Signals()
+    agent: Agent | None = None
+    with signals.installed():
+        try:
+            agent = Agent(
+                home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
+            )
+            if args.query is not None:
+                return _one_shot(agent, args.query, args.json, printer, signals)
+            return _repl(agent, printer, signals)
+        except _Terminated:
+            return signals.exit_code  # before a turn started, or at the prompt
+        finally:
+            signals.disarm()
+            if agent is not None:
+                stopped = signals.received is not None
+                agent.close(
+                    review_timeout=SIGNAL_REVIEW_GRACE_SECONDS if stopped else 30.0,
+                    reason="signal" if stopped else "closed",
+                )
+            # The terminal may be gone (SIGHUP): what could not be printed is in the store.
+            with contextlib.suppress(OSError):
+                printer.flush_held()
 
 
-def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
+def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals: _Signals) -> int:
     from engine.commands import as_message, is_command, run_command
 
     if is_command(text):
@@ -167,24 +254,38 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
         else:
             print(outcome.text)
         return 0 if outcome.ok else 1
-    result = _send(agent, as_message(text))
-    printer.end_reply()
-    printer.flush_held()
-    if as_json:
-        payload: dict[str, Any] = {
-            "ok": result.error is None,
-            "reply": result.reply,
-            "session_id": agent.session_id,
-            "tool_calls": [o.summary for o in result.outcomes],
-            "cancelled": result.cancelled,
-        }
-        if result.error:
-            payload.update(error=result.error_kind, message=result.error)
-        print(json.dumps(payload, ensure_ascii=False))
+    result = _send(agent, as_message(text), signals)
+    signals.disarm()
+    with contextlib.suppress(OSError):
+        printer.end_reply()
+        printer.flush_held()
+        if result.truncated and not as_json:
+            print(TRUNCATED_HINT, file=sys.stderr)
+        if as_json:
+            payload: dict[str, Any] = {
+                "ok": result.error is None and not result.cancelled,
+                "reply": result.reply,
+                "session_id": agent.session_id,
+                "tool_calls": [o.summary for o in result.outcomes],
+                "cancelled": result.cancelled,
+                "truncated": result.truncated,
+            }
+            if result.error:
+                payload.update(error=result.error_kind, message=result.error)
+            print(json.dumps(payload, ensure_ascii=False))
+    if signals.received is not None:
+        return signals.exit_code
+    if result.cancelled:
+        return 130  # Ctrl-C: the shell's code for SIGINT
     return 0 if result.error is None else 1
 
 
-def _repl(agent: Agent, printer: _Printer) -> int:
+TRUNCATED_HINT = (
+    "  (the reply was cut at the model's length limit; send `continue` to get the rest)"
+)
+
+
+def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
     from engine.commands import as_message, is_command, run_command
 
     with contextlib.suppress(ImportError):  # ↑ recalls earlier prompts where available
@@ -203,10 +304,18 @@ def _repl(agent: Agent, printer: _Printer) -> int:
         if is_command(line.strip()):
             print(run_command(agent, line.strip()).text)
             continue
-        result = _send(agent, as_message(line))
+        result = _send(agent, as_message(line), signals)
+        if signals.received is not None:
+            signals.disarm()
+            with contextlib.suppress(OSError):
+                printer.end_reply()
+                print("  (stopped: the chat was asked to end)")
+            return signals.exit_code
         printer.end_reply()
         if result.cancelled:
             print("  (stopped)")
+        elif result.truncated:
+            print(TRUNCATED_HINT)
         printer.flush_held()
 
 

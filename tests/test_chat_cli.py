@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from engine.config import load_config
 from engine.home import Home
 from engine.memory.entries import Target
@@ -79,13 +81,11 @@ def test_ctrl_c_stops_the_reply_and_keeps_the_transcript(
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("count slowly\n")
     proc.stdin.flush()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and len(scripted.chat_requests()) < 1:
-        time.sleep(0.02)
-    # Wait for a few streamed words to have been written to the transcript's stream.
-    time.sleep(0.3)
+    # A few streamed words on the terminal prove the reply is mid-stream.
+    seen = _read_until(proc.stdout, "w3 ", timeout=30)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate("next\n", timeout=30)
+    out = seen + out
     assert proc.returncode == 0, err
     assert "(stopped)" in out and "after the stop" in out
     store = SessionStore.open(model_home)
@@ -131,3 +131,99 @@ def test_switching_endpoints_drops_the_old_key_variable(home: Home) -> None:
     home.config_file.write_text(text)
     proc = run_cairn("model", "--json", home=home)
     assert "sk-inline" not in proc.stdout and json.loads(proc.stdout)["context_length"] == 4096
+
+
+def _read_until(stream: object, needle: str, timeout: float) -> str:
+    """Read a child's stdout until ``needle`` appears (proof the stream reached the terminal),
+    or fail after ``timeout`` seconds; never a fixed sleep."""
+    import selectors
+
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    seen = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while needle.encode() not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{needle!r} never appeared; saw {seen[-200:]!r}"
+            if selector.select(left):
+                chunk = os.read(fd, 4096)
+                assert chunk, f"the child closed its output early; saw {seen[-200:]!r}"
+                seen += chunk
+    return seen.decode(errors="replace")
+
+
+def _one_shot_child(home: Home, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "chat", "--home", str(home.root), *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_keeps_the_partial_reply_and_exits_non_zero(
+    model_home: Home, scripted: ScriptedServer, signum: int
+) -> None:
+    """`timeout 10 cairn chat -q ...`, a logout or `kill` mid-reply: what had streamed is
+    stored, the session is ended, and the one-shot says it did not finish (exit 128+N)."""
+    words = " ".join(f"w{i}" for i in range(400))
+    scripted.add(reply(words, chunk_delay=0.05))
+    proc = _one_shot_child(model_home, "-q", "tell me a very long story")
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        _read_until(proc.stdout, "w3 ", timeout=30)  # tokens reached the terminal
+        assert len(scripted.chat_requests()) == 1
+        proc.send_signal(signum)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read().decode()
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    store = SessionStore.open(model_home)
+    (session,) = store.list_sessions()
+    messages = store.messages(session.id)
+    assert [m.role for m in messages] == ["user", "assistant"]
+    partial = messages[1].content
+    assert partial.startswith("w0 w1 w2 w3 ") and "w399" not in partial
+    ended = store.get_session(session.id)
+    assert ended is not None and ended.ended_at is not None and ended.end_reason == "signal"
+
+
+def test_a_stop_signal_at_the_repl_prompt_ends_the_session(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    """SIGTERM while the REPL waits for input (after one finished turn): the session is
+    ended, not left open, and the exit code says a signal ended it."""
+    scripted.add(reply("first answer done"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "chat", "--home", str(model_home.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(b"hello\n")
+        proc.stdin.flush()
+        _read_until(proc.stdout, "first answer done", timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr.read().decode()
+    store = SessionStore.open(model_home)
+    (session,) = store.list_sessions()
+    assert [m.role for m in store.messages(session.id)] == ["user", "assistant"]
+    ended = store.get_session(session.id)
+    assert ended is not None and ended.end_reason == "signal"
