@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.config import load_config, update_config
+from engine.config import ConfigError, load_config, update_config
 
 if TYPE_CHECKING:
     from engine.agent import Agent, AgentEvent, TurnResult
@@ -347,6 +347,11 @@ def _model_show(args: argparse.Namespace) -> int:
 
 
 def _model_set(args: argparse.Namespace) -> int:
+    from engine.providers.secrets import looks_like_secret, refuse_secret_message
+
+    if args.api_key_env is not None and looks_like_secret(args.api_key_env):
+        # Checked before anything is written: config.yaml must never hold the key.
+        raise ConfigError(refuse_secret_message())
     patch: dict[str, Any] = {}
     if args.provider is not None:
         patch["provider"] = args.provider

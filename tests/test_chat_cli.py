@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,3 +228,61 @@ def test_a_stop_signal_at_the_repl_prompt_ends_the_session(
     assert [m.role for m in store.messages(session.id)] == ["user", "assistant"]
     ended = store.get_session(session.id)
     assert ended is not None and ended.end_reason == "signal"
+
+
+# Written before the detector was tuned: names people give key variables, and keys in the
+# shapes providers issue (made up here, none real).
+VARIABLE_NAMES = [
+    "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GROQ_KEY_V2", "HF_TOKEN", "GITHUB_TOKEN",
+    "AZURE_OPENAI_API_KEY_EASTUS2", "my_work_key", "Mistral_Api_Key_2024",
+    "DEEPSEEK_API_KEY_PERSONAL", "LLM_KEY",
+]  # fmt: skip
+KEY_LIKE = [
+    "ghp_" + "Zx81KqLm2Vb9Nw4Tr7Yp3Hs6Dc0Fg5Ju1",
+    "github_pat_" + "11ABCDEFG0" + "x" * 20,
+    "sk-proj-" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7",
+    "sk_live_" + "51HaBcDeFgHiJkLmNoPq",
+    "xoxb-" + "123456789012-abcdefABCDEF",
+    "glpat-" + "aB3cD5eF7gH9iJ1kL3mN",
+    "AKIA" + "Q3EXAMPLE7KEY2ABCD",
+    "hf_" + "pQrStUvWxYz0123456789AbCdEf",
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",  # 40 hex digits
+    "Tq8wZ2nV5xR1mK7pL4sJ9hG3dF6aB0cE",  # random alphanumerics, no prefix
+]
+
+
+@pytest.mark.parametrize("value", KEY_LIKE)
+def test_model_set_refuses_a_key_given_as_the_variable_name(
+    home: Home, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cairn model set --api-key-env ghp_…`: the token would land in config.yaml. It is
+    refused with a message asking for the variable's NAME, nothing is written, and the
+    value is not echoed back."""
+    from engine import cli
+
+    before = home.config_file.read_bytes() if home.config_file.exists() else None
+    assert cli.main(["model", "set", "--api-key-env", value, "--home", str(home.root)]) == 1
+    err = capsys.readouterr().err
+    assert "NAME of an environment variable" in err and value not in err
+    after = home.config_file.read_bytes() if home.config_file.exists() else None
+    assert after == before
+    # The same check where a key reaches config.yaml by other means (another tool, an
+    # editor): it is never looked up as a variable name, nor echoed.
+    home.root.mkdir(parents=True, exist_ok=True)
+    home.config_file.write_text(
+        f"model:\n  provider: openai\n  base_url: http://127.0.0.1:9/v1\n  model: m\n"
+        f"  api_key_env: {value}\n"
+    )
+    assert cli.main(["chat", "-q", "hi", "--home", str(home.root)]) == 1
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        # Values not shaped like a name at all are refused by the config loader, whose
+        # messages are not this check's concern.
+        assert value not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", VARIABLE_NAMES)
+def test_model_set_accepts_ordinary_variable_names(home: Home, name: str) -> None:
+    """Names people really give their key variables are never taken for keys."""
+    from engine.providers.secrets import looks_like_secret
+
+    assert not looks_like_secret(name)
