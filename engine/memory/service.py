@@ -15,7 +15,7 @@ from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
 from engine.memory.approval import Origin, PendingQueue, PendingWrite
-from engine.memory.entries import Target, parse, percent, prompt_block, usage
+from engine.memory.entries import Target, parse, percent, prompt_block, prompt_view, usage
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import History, MemoryEvent
 from engine.memory.operations import (
@@ -115,11 +115,13 @@ class MemoryService:
                 self.store.note_external_edit(current)
             except Exception as exc:
                 log.warning("could not record an external edit of %s: %s", target.filename, exc)
+            # Bounded first: a file far over its limit is neither scanned nor sent whole.
+            view = prompt_view(current.entries, current.limit)
             shown = []
-            for entry in current.entries:
+            for entry in view.entries:
                 verdict = threats.scan(entry)
                 shown.append(threats.placeholder(verdict) if verdict.blocked else entry)
-            block = prompt_block(target, shown, current.limit, chars=current.chars)
+            block = prompt_block(target, shown, current.limit, chars=current.chars, view=view)
             if block:
                 blocks.append(block)
         return "\n\n".join(blocks)
