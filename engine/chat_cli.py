@@ -92,7 +92,9 @@ class _Printer:
             if event.kind == "memory" and self.notifications == "off":
                 return
             self._line(event.text, self.err if event.kind == "error" else self.out)
-            if event.detail and (event.kind != "memory" or self.notifications == "verbose"):
+            # A compression's summary is for the model; the terminal gets the one line.
+            quiet = event.kind in ("memory", "compression")
+            if event.detail and (not quiet or self.notifications == "verbose"):
                 self._line(event.detail)
         elif isinstance(event, SessionStarted) and event.reason == "compression":
             self._line(f"  (continuing in session {event.session_id[:8]})")
@@ -259,8 +261,6 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals
     with contextlib.suppress(OSError):
         printer.end_reply()
         printer.flush_held()
-        if result.truncated and not as_json:
-            print(TRUNCATED_HINT, file=sys.stderr)
         if as_json:
             payload: dict[str, Any] = {
                 "ok": result.error is None and not result.cancelled,
@@ -278,11 +278,6 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals
     if result.cancelled:
         return 130  # Ctrl-C: the shell's code for SIGINT
     return 0 if result.error is None else 1
-
-
-TRUNCATED_HINT = (
-    "  (the reply was cut at the model's length limit; send `continue` to get the rest)"
-)
 
 
 def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
@@ -314,8 +309,6 @@ def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
         printer.end_reply()
         if result.cancelled:
             print("  (stopped)")
-        elif result.truncated:
-            print(TRUNCATED_HINT)
         printer.flush_held()
 
 
