@@ -868,8 +868,7 @@ class Compressor:
             head_messages += 1
         min_tail = 1
         while (
-            min_tail < MIN_TAIL_MESSAGES
-            and estimate_tokens(messages[-(min_tail + 1) :]) <= budget
+            min_tail < MIN_TAIL_MESSAGES and estimate_tokens(messages[-(min_tail + 1) :]) <= budget
         ):
             min_tail += 1
         return head_messages, min_tail, budget
@@ -901,9 +900,7 @@ class Compressor:
         tokens_before = conversation_tokens(system_prompt, snapshot)
         self._check_cancel(cancel)
         try:
-            head_messages, min_tail, budget = self.split_sizes(
-                system_prompt, snapshot, tail_tokens
-            )
+            head_messages, min_tail, budget = self.split_sizes(system_prompt, snapshot, tail_tokens)
             plan = plan_split(snapshot, budget, head_messages=head_messages, min_tail=min_tail)
             room = max(0, room_tokens(system_prompt, self.context_length, self.reserved_tokens))
         except ProviderError as exc:  # the window size may need a request to the server

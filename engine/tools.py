@@ -102,9 +102,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     required fields stay, so every call the full schema allows is still well formed)."""
     compact = dict(schema)
     if isinstance(compact.get("description"), str):
-        compact["description"] = _first_sentence(
-            compact["description"], COMPACT_DESCRIPTION_CHARS
-        )
+        compact["description"] = _first_sentence(compact["description"], COMPACT_DESCRIPTION_CHARS)
     if isinstance(compact.get("parameters"), dict):
         compact["parameters"] = _strip_explanations(compact["parameters"])
     return compact
