@@ -359,6 +359,12 @@ class Agent:
         self._emit(
             Notice("info", f"the model's window is now {window:,} tokens (was {old.window:,})")
         )
+        if self.budget.wants_smaller or (not self.budget.fits and not old.core_only):
+            # The frozen prompt no longer fits the smaller window: a shorter form of it is
+            # the only way the conversation can go on (the session keeps its first prompt).
+            log.info("window shrank from %d to %d: rebuilding the prompt", old.window, window)
+            self.prompt = self._build_prompt()
+            return
         self._announce_window(self.budget)
 
     def _message_problem(self, text: str) -> str | None:

@@ -292,6 +292,10 @@ class OpenAICompatProvider:
         self._api_key_env = api_key_env
         self._configured_context = context_length
         self._probed_context: int | None = None
+        # Set when the server went away or refused a request as too long: it may come back
+        # with another window (llama-server restarted with a different -c).
+        self._context_stale = False
+        self._context_found = False
         self._probe_lock = threading.Lock()
         # Cleared the first time a server refuses the option, so later calls skip the 400.
         self._send_stream_options = True
@@ -491,6 +495,7 @@ class OpenAICompatProvider:
                         partial=partial,
                     )
                 )
+            self._context_stale = True
             return _Failed(
                 ProviderError(
                     "network",
@@ -503,6 +508,8 @@ class OpenAICompatProvider:
             detail = _server_message(exc.body, exc.message)
             retry_after = _retry_after(exc.response.headers)
             kind, advice = self._status_advice(status)
+            if status == 400 and "context" in detail.lower():
+                self._context_stale = True  # "exceeds the context size": ask again next time
             return _Failed(
                 ProviderError(
                     kind, f"{where} answered HTTP {status}: {detail}; {advice}", status=status
@@ -559,15 +566,27 @@ class OpenAICompatProvider:
         if self._configured_context:
             return self._configured_context
         with self._probe_lock:
-            if self._probed_context is None:
+            if self._probed_context is None or self._context_stale:
                 try:
                     found = self._probe_context()
                 except Exception:  # a property the UI reads must not raise
                     log.debug("context length probe failed", exc_info=True)
                     found = None
-                self._probed_context = found or DEFAULT_CONTEXT_LENGTH
+                if found:
+                    self._context_stale = False
+                    self._context_found = True
+                # A server still down keeps the window it had, not the 8,192 default.
+                self._probed_context = found or self._probed_context or DEFAULT_CONTEXT_LENGTH
                 log.info("%s: context length %d", self.name, self._probed_context)
             return self._probed_context
+
+    @property
+    def context_source(self) -> str:
+        """Where :attr:`context_length` comes from: ``config``, ``server`` or ``default``."""
+        if self._configured_context:
+            return "config"
+        _ = self.context_length
+        return "server" if self._context_found else "default"
 
     def _probe_context(self) -> int | None:
         deadline = time.monotonic() + PROBE_BUDGET
