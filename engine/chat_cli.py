@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     model = sub.add_parser("model", parents=[common], help="show or choose the model")
     cmds = model.add_subparsers(dest="model_command", metavar="ACTION")
-    model.set_defaults(handler=_model_show)
+    model.set_defaults(handler=_model_overview)
     show = cmds.add_parser("show", parents=[common], help="the configured model (default)")
     show.set_defaults(handler=_model_show)
     use = cmds.add_parser("set", parents=[common], help="use an OpenAI-compatible endpoint")
@@ -315,6 +315,24 @@ def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
 # -- model -----------------------------------------------------------------------------------
 
 
+NEXT_COMMANDS = """\
+next:
+  cairn chat                        talk to the model in the terminal (cairn gui: the window)
+  cairn model detect --use          find a model server on this machine and use it
+  cairn model set --base-url URL --model NAME [--api-key-env VARIABLE]
+                                    use any OpenAI-compatible server
+  cairn model set --context-length N
+                                    override the window the server reports"""
+
+
+def _model_overview(args: argparse.Namespace) -> int:
+    """``cairn model`` alone: what is configured, and what to run next."""
+    code = _model_show(args)
+    if not args.json:
+        print(NEXT_COMMANDS)
+    return code
+
+
 def _model_show(args: argparse.Namespace) -> int:
     from engine.providers import ProviderError, make_provider
 
@@ -325,17 +343,30 @@ def _model_show(args: argparse.Namespace) -> int:
         "ok": True,
         **model.model_dump(include=set(type(model).model_fields)),
     }
+    lines: list[str] = []
     try:
         provider = make_provider(config)
         payload["name"] = provider.name
-        text = f"{provider.name} (provider {model.provider})"
+        lines.append(f"model: {provider.name} (provider {model.provider})")
+        window = provider.context_length
+        source = getattr(provider, "context_source", None) or (
+            "config" if model.context_length else "default"
+        )
+        payload["context_window"] = window
+        payload["context_source"] = source
+        said = {
+            "config": "from config.yaml",
+            "server": "as the server reports it",
+            "default": "a default: the server did not say",
+        }.get(source, source)
+        lines.append(f"window: {window:,} tokens ({said})")
     except ProviderError as exc:
         payload.update(ok=False, message=str(exc))
-        text = str(exc)
+        lines.append("no model is configured" if model.provider == "none" else str(exc))
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, default=str))
     else:
-        print(text)
+        print("\n".join(lines))
     return 0 if payload["ok"] else 1
 
 
@@ -368,7 +399,7 @@ def _model_set(args: argparse.Namespace) -> int:
 
 
 def _model_detect(args: argparse.Namespace) -> int:
-    from engine.providers.detect import detect_local_servers
+    from engine.providers.detect import clean_model_name, detect_local_servers
 
     found = detect_local_servers()
     if args.json:
@@ -388,8 +419,9 @@ def _model_detect(args: argparse.Namespace) -> int:
             "context_length": None,
         }
         if server.models:
-            patch["model"] = server.models[0]
+            patch["model"] = clean_model_name(server.models[0])
         update_config(args.home_path, {"model": patch})
         if not args.json:
-            print(f"using {server.name} at {server.base_url}")
+            chosen = f", model {patch['model']}" if "model" in patch else ""
+            print(f"using {server.name} at {server.base_url}{chosen}")
     return 0 if found else 1

@@ -286,3 +286,51 @@ def test_model_set_accepts_ordinary_variable_names(home: Home, name: str) -> Non
     from engine.providers.secrets import looks_like_secret
 
     assert not looks_like_secret(name)
+
+
+def test_model_alone_shows_the_model_its_window_and_what_to_run_next(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cairn model` alone repeated "run `cairn model`"; it now says what is configured
+    (the window included, as the server reports it) and lists the next commands."""
+    from engine import cli
+
+    assert cli.main(["model", "--home", str(home.root)]) == 1
+    out = capsys.readouterr().out
+    assert "no model is configured" in out and "cairn model detect --use" in out
+    assert "run `cairn model`" not in out
+    server = ScriptedServer(context_length=4096).start()
+    try:
+        update_config_model = {"provider": "openai", "base_url": server.url, "model": "m"}
+        from engine.config import update_config
+
+        update_config(home, {"model": update_config_model})
+        assert cli.main(["model", "--home", str(home.root)]) == 0
+        out = capsys.readouterr().out
+        assert f"127.0.0.1:{server.port}/m" in out
+        assert "window: 4,096 tokens (as the server reports it)" in out
+        assert "cairn chat" in out
+        assert cli.main(["model", "show", "--json", "--home", str(home.root)]) == 0
+        payload = json.loads(capsys.readouterr().out)
+        assert payload["context_window"] == 4096 and payload["context_source"] == "server"
+    finally:
+        server.stop()
+
+
+def test_detect_use_stores_a_clean_model_name(
+    home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp lists its model by the path it loaded (with a double slash when started as
+    `-m /models//x.gguf`); `model detect --use` stored that path as the model name."""
+    from engine import cli
+    from engine.providers import detect
+
+    server = ScriptedServer(model="/models//SmolLM2-135M-Instruct-Q8_0.gguf").start()
+    try:
+        monkeypatch.setattr(detect, "DEFAULT_PORTS", {detect.LLAMA_CPP: server.port})
+        assert cli.main(["model", "detect", "--use", "--home", str(home.root)]) == 0
+        out = capsys.readouterr().out
+        assert "model SmolLM2-135M-Instruct-Q8_0.gguf" in out and "/models//" not in out
+        assert load_config(home).model.model == "SmolLM2-135M-Instruct-Q8_0.gguf"
+    finally:
+        server.stop()
