@@ -486,6 +486,7 @@ class Agent:
             result.error, result.error_kind = problem, "context"
             self._emit(Notice("error", problem))
             return result
+        self._say_tool_mode(provider)
         self._memory_tool.begin_turn()
         for repair in _unanswered(self.messages):
             self._record(repair)
@@ -584,6 +585,23 @@ class Agent:
             if self.review is not None:
                 self.review.after_turn()
         return result
+
+    def _say_tool_mode(self, provider: ChatProvider) -> None:
+        """Tell the user, once, when the server cannot take tools the usual way."""
+        mode = getattr(provider, "tool_mode", None)
+        if "tool_mode" in self._window_said or not callable(mode) or not len(self.tools.names()):
+            return
+        self._window_said.add("tool_mode")
+        if mode() == "prompted":
+            self._emit(
+                Notice(
+                    "provider",
+                    "the model server's chat template has no tool support and would drop "
+                    "Cairn's tools (memory, session_search): they are described in the prompt "
+                    "instead, with replies held to a JSON schema. A template with tool "
+                    "support (llama-server --jinja --chat-template-file …) works better",
+                )
+            )
 
     def _request_messages(self, query: str) -> list[ChatMessage]:
         """What the model is sent: the frozen prompt and the conversation, with the external

@@ -39,8 +39,12 @@ class Recorder:
 
 def serve(window: int, **kwargs: Any) -> ScriptedServer:
     server = ScriptedServer(context_length=window, **kwargs).start()
-    # The summariser's requests carry no tools; the main ones always do here.
-    server.responders.append(lambda body: None if body.get("tools") else reply(COMPACT_SUMMARY))
+    # The summariser's requests carry neither tools nor a reply schema; the main ones do.
+    server.responders.append(
+        lambda body: (
+            None if body.get("tools") or body.get("response_format") else reply(COMPACT_SUMMARY)
+        )
+    )
     return server
 
 
@@ -232,4 +236,79 @@ def test_session_started_events_follow_compression(
     started = [e for e in events.events if isinstance(e, SessionStarted)]
     compressions = [e for e in started if e.reason == "compression"]
     assert len(compressions) == len(events.notices("compression")) >= 1
+    agent.close()
+
+
+# -- a chat template without tools -----------------------------------------------------------
+
+PLAIN_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"chat_template": PLAIN_TEMPLATE, "default_generation_settings": {"n_ctx": 8192}},
+        {
+            "chat_template": "{{ messages }} {% if tools %}{{ tools }}{% endif %}",
+            "chat_template_caps": {"supports_tools": False},
+        },
+    ],
+    ids=["template-without-tools", "caps-say-no-tools"],
+)
+def test_a_template_that_drops_tools_is_detected_and_tools_go_in_the_prompt(
+    home: Home, servers: list[ScriptedServer], props: dict[str, Any]
+) -> None:
+    """llama-server --jinja with a GGUF's own template that has no tool support dropped the
+    `tools` field: the model could never call memory, and nothing said so. The template at
+    /props is now read, the user is told, and tools are described in the prompt with the
+    reply held to a JSON schema; a call in that form still reaches the memory tool."""
+    from engine.memory.entries import Target
+
+    server = serve(8192, props=props)
+    servers.append(server)
+    point_at(home, server)
+    call = '{"tool": "memory", "arguments": {"action": "add", "content": "Drinks green tea"}}'
+    server.add(reply(call), reply('{"reply": "Noted: green tea."}'))
+    events = Recorder()
+    streamed: list[str] = []
+
+    def listen(event: AgentEvent) -> None:
+        events(event)
+        if type(event).__name__ == "TokenReceived":
+            streamed.append(event.text)  # type: ignore[union-attr]
+
+    agent = Agent(home, source="test", listener=listen, cwd=home.root, background_review=False)
+    result = agent.send("remember that I drink green tea")
+    assert result.error is None and result.reply == "Noted: green tea."
+    assert agent.memory.read(Target.MEMORY).entries == ["Drinks green tea"]
+    assert "".join(streamed) == "Noted: green tea."  # the JSON itself never shows
+    assert any("no tool support" in t for t in events.notices("provider"))
+    first, second = server.chat_requests()
+    for request in (first, second):
+        assert "tools" not in request
+        assert request["response_format"]["type"] == "json_schema"
+        assert "memory" in request["messages"][0]["content"]  # described in the prompt
+    # The tool result went back as a plain turn the template can render.
+    assert any("Result of the tool memory" in m["content"] for m in second["messages"])
+    agent.close()
+
+
+def test_a_template_with_tool_support_gets_the_tools_field(
+    home: Home, servers: list[ScriptedServer]
+) -> None:
+    """The usual case is untouched: a template that renders tools gets `tools`."""
+    props = {"chat_template": "{% if tools %}{{ tools | tojson }}{% endif %}{{ messages }}"}
+    server = serve(8192, props=props)
+    servers.append(server)
+    point_at(home, server)
+    server.add(reply("hello"))
+    events = Recorder()
+    agent = Agent(home, source="test", listener=events, cwd=home.root, background_review=False)
+    assert agent.send("hi").error is None
+    (request,) = server.chat_requests()
+    assert request["tools"] and "response_format" not in request
+    assert not events.notices("provider")
     agent.close()
