@@ -371,7 +371,13 @@ class Agent:
         """Why ``text`` cannot be sent at all in this window (before it is stored)."""
         budget = self.window
         if not budget.fits:
-            return budget.too_small()
+            # The figures were said when the session started; this one is short.
+            return (
+                f"nothing was sent: the model's window ({budget.window:,} tokens) is too small "
+                f"for what every request carries (~{budget.fixed_tokens + budget.reply_tokens:,}"
+                " tokens with the reply); start the server with a larger context or choose "
+                "another model (`cairn model`)"
+            )
         tokens = message_tokens({"role": "user", "content": text})
         if tokens <= budget.room:
             return None

@@ -92,7 +92,9 @@ def test_a_512_token_window_is_refused_upfront_with_figures(
     point_at(home, server)
     assert cli.main(["chat", "-q", "hello there", "--home", str(home.root)]) == 1
     err = capsys.readouterr().err
-    assert "window (512 tokens) cannot hold" in err
+    # Said once with the figures when the session opens, then briefly for the message.
+    assert err.count("window (512 tokens) cannot hold") == 1
+    assert "nothing was sent: the model's window (512 tokens) is too small" in err
     assert re.search(r"system prompt ~\d+ tokens", err) and "tool schemas ~" in err
     assert "llama-server -c" in err
     assert server.chat_requests() == []
