@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     use = cmds.add_parser("set", parents=[common], help="use an OpenAI-compatible endpoint")
     use.add_argument(
         "--provider",
-        help="openai (any OpenAI-compatible server; the default with --base-url) or local",
+        help="openai (any OpenAI-compatible server; the default with --base-url), embedded "
+        "(llama.cpp in this process, the `embedded` extra) or local",
     )
     use.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1")
     use.add_argument("--model", dest="model_name", help="model name as the server knows it")
@@ -376,6 +377,14 @@ def _model_set(args: argparse.Namespace) -> int:
     if args.api_key_env is not None and looks_like_secret(args.api_key_env):
         # Checked before anything is written: config.yaml must never hold the key.
         raise ConfigError(refuse_secret_message())
+    if (args.provider or "").strip().lower() == "embedded":
+        from engine.providers import ProviderError
+        from engine.providers.embedded import EmbeddedProvider
+
+        try:  # said now, not at the first message
+            EmbeddedProvider(args.gguf).check()
+        except ProviderError as exc:
+            raise ConfigError(str(exc)) from exc
     patch: dict[str, Any] = {}
     if args.provider is not None:
         patch["provider"] = args.provider

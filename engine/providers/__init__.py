@@ -119,6 +119,15 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
     where = "model" if task == "main" else f"auxiliary.{task} (or model)"
     if provider in ("", "none"):
         raise ProviderError("config", f"no model is configured: {_HOW_TO_CONFIGURE}")
+    if provider == "embedded":
+        from engine.providers.embedded import EmbeddedProvider
+
+        return EmbeddedProvider(
+            settings.gguf_path,
+            context_length=settings.context_length,
+            temperature=settings.temperature,
+            timeout=settings.timeout,
+        )
     if provider == "local":
         from engine.providers.local import LocalProvider
 
