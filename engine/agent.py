@@ -272,13 +272,24 @@ class Agent:
             return 8192
         return self.provider.context_length
 
+    def _window_known(self) -> bool:
+        """False when the window is only the 8,192 default (the server did not say, as most
+        cloud APIs do not): then nothing is shortened or refused on its account."""
+        if self.config.model.context_length:
+            return True
+        if self._provider is None and not self.has_model:
+            return False
+        return getattr(self.provider, "context_source", "config") != "default"
+
     def _build_prompt(self) -> SystemPrompt:
         # What the frozen prompt holds, kept so a client can show what changed on disk since.
         self.memory_at_start = self._entries_now()
         window = self._context_length()
+        known = self._window_known()
         # Full; in a small window the compact persona, guidance and schemas; in a tiny one
         # only the core tools besides (no skills): the first form that fits is used.
-        for compact, core_only in ((False, False), (True, False), (True, True)):
+        forms = ((False, False), (True, False), (True, True)) if known else ((False, False),)
+        for compact, core_only in forms:
             prompt = self._assemble_prompt(window, compact=compact, core_only=core_only)
             budget = WindowBudget.measure(
                 window,
@@ -286,6 +297,7 @@ class Agent:
                 self._schemas_for(compact, core_only),
                 compact=compact,
                 core_only=core_only,
+                known=known,
             )
             if not budget.wants_smaller:
                 break
@@ -317,6 +329,8 @@ class Agent:
         return [s for s in self.tools.schemas(compact=compact) if s.get("name") in offered]
 
     def _announce_window(self, budget: WindowBudget) -> None:
+        if not budget.known:
+            return
         if not budget.fits:
             key = f"small:{budget.window}"
             if key not in self._window_said:
@@ -347,7 +361,8 @@ class Agent:
         the window at once."""
         window = self._context_length()
         old = self.window
-        if window == old.window:
+        known = self._window_known()
+        if window == old.window and known == old.known:
             return
         self.budget = WindowBudget.measure(
             window,
@@ -355,7 +370,10 @@ class Agent:
             self._schemas_for(old.compact, old.core_only),
             compact=old.compact,
             core_only=old.core_only,
+            known=known,
         )
+        if not known:
+            return
         self._emit(
             Notice("info", f"the model's window is now {window:,} tokens (was {old.window:,})")
         )
@@ -370,6 +388,8 @@ class Agent:
     def _message_problem(self, text: str) -> str | None:
         """Why ``text`` cannot be sent at all in this window (before it is stored)."""
         budget = self.window
+        if not budget.known:
+            return None
         if not budget.fits:
             # The figures were said when the session started; this one is short.
             return (

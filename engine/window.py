@@ -63,6 +63,9 @@ class WindowBudget(BaseModel):
     # Only the core tools (memory, session_search) are offered: the compact prompt alone
     # did not fit.
     core_only: bool = False
+    # False when the window is a default guess, not a figure from the config or the server:
+    # requests are then never refused on its account.
+    known: bool = True
 
     @classmethod
     def measure(
@@ -73,6 +76,7 @@ class WindowBudget(BaseModel):
         *,
         compact: bool = False,
         core_only: bool = False,
+        known: bool = True,
     ) -> WindowBudget:
         return cls(
             window=window,
@@ -81,6 +85,7 @@ class WindowBudget(BaseModel):
             reply_tokens=reply_tokens(window),
             compact=compact,
             core_only=core_only,
+            known=known,
         )
 
     @property
@@ -105,7 +110,7 @@ class WindowBudget(BaseModel):
     def wants_smaller(self) -> bool:
         """Whether a smaller form of the fixed part should be tried: the full one takes over
         40% of the window, or the compact one leaves no room."""
-        if self.core_only:
+        if self.core_only or not self.known:
             return False
         if self.compact:
             return not self.fits
@@ -130,5 +135,7 @@ class WindowBudget(BaseModel):
     def fits_request(self, request_tokens: int, tools_tokens: int) -> bool:
         """Whether a request of ``request_tokens`` (system prompt and messages) plus
         ``tools_tokens`` leaves room for at least a short reply."""
+        if not self.known:
+            return True  # the server will say if it is too long; a guess must not refuse
         needed = (request_tokens + tools_tokens) * REQUEST_MARGIN + REPLY_MIN_TOKENS
         return needed <= self.window

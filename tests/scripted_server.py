@@ -102,12 +102,15 @@ class ScriptedServer:
         *,
         port: int = 0,
         props: dict[str, Any] | None = None,
+        advertise_window: bool = True,
     ) -> None:
         """``port`` 0 picks a free one (a test restarting "the same server" passes the
-        first one's); ``props`` replaces llama.cpp's ``/props`` answer."""
+        first one's); ``props`` replaces llama.cpp's ``/props`` answer; with
+        ``advertise_window`` False the server says nothing of its window (as cloud APIs)."""
         self.model = model
         self.context_length = context_length
         self.props = props
+        self.advertise_window = advertise_window
         self.requests: list[dict[str, Any]] = []
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
@@ -180,20 +183,16 @@ class ScriptedServer:
                 with server._lock:
                     server.requests.append({"_path": self.path, "_method": "GET"})
                 if self.path.rstrip("/").endswith("/models"):
-                    self._json(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": server.model,
-                                    "object": "model",
-                                    "owned_by": "scripted",
-                                    "context_length": server.context_length,
-                                }
-                            ],
-                        },
-                    )
+                    entry: dict[str, Any] = {
+                        "id": server.model,
+                        "object": "model",
+                        "owned_by": "scripted",
+                    }
+                    if server.advertise_window:
+                        entry["context_length"] = server.context_length
+                    self._json(200, {"object": "list", "data": [entry]})
+                elif self.path.rstrip("/").endswith("/props") and not server.advertise_window:
+                    self._json(404, {"error": {"message": "not found"}})
                 elif self.path.rstrip("/").endswith("/props"):
                     props = server.props or {
                         "default_generation_settings": {"n_ctx": server.context_length}

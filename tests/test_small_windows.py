@@ -314,3 +314,19 @@ def test_a_template_with_tool_support_gets_the_tools_field(
     assert request["tools"] and "response_format" not in request
     assert not events.notices("provider")
     agent.close()
+
+
+def test_a_window_the_server_does_not_state_refuses_nothing(
+    home: Home, servers: list[ScriptedServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cloud APIs rarely say their window, so the 8,192 default is a guess: a long message
+    to such a server is sent, not refused, and the full prompt is kept."""
+    server = serve(8192, advertise_window=False)
+    servers.append(server)
+    point_at(home, server)
+    server.add(reply("read it all"))
+    assert cli.main(["chat", "-q", "word " * 4000, "--home", str(home.root)]) == 0
+    (request,) = server.chat_requests()
+    assert "<tool_guidance>" in request["messages"][0]["content"]
+    assert "session_search: your past conversations" in request["messages"][0]["content"]
+    assert "cannot hold" not in capsys.readouterr().err
