@@ -105,6 +105,19 @@ class EngineWorker(QObject):
         if agent is not None:
             self.agent, self._memory = agent, agent.memory
             self.changed.emit(self._full_state(["start"]))
+            self._offer_hermes_import(agent)
+
+    def _offer_hermes_import(self, agent: Agent) -> None:
+        """Say so when the home's other program holds sessions Cairn has not copied."""
+        from engine.sessions import hermes
+
+        try:
+            text = hermes.hint(self.home, agent.store)
+        except Exception:  # only a hint: never in the way of opening the home
+            log.debug("Hermes sessions not checked", exc_info=True)
+            return
+        if text:
+            self.noticeRaised.emit("info", text.replace("`", ""), "")
 
     def _open_agent(self) -> Agent | None:
         try:
@@ -352,7 +365,7 @@ class EngineWorker(QObject):
         if agent is None:
             return
         arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
-        self.sessionsFound.emit(query, agent.search_tool(arguments))
+        self.sessionsFound.emit(query, agent.search_tool(arguments, for_user=True))
 
     @Slot(str)
     def load_session(self, session_id: str) -> None:
@@ -476,6 +489,6 @@ class EngineWorker(QObject):
             "error": error,
             "notifications": notifications,
         }
-        browse = agent.search_tool({"mode": "browse", "limit": 50})
+        browse = agent.search_tool({"mode": "browse", "limit": 50}, for_user=True)
         changes.sessions = browse.get("sessions", []) if browse.get("ok") else []
         return changes

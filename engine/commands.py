@@ -26,6 +26,7 @@ HELP = """\
 /memory approval on|off   stage every memory write for review, or apply at once
 /journey                  recent memory changes, newest first
 /sessions [query]         recent sessions, or search earlier sessions
+/sessions import-hermes   copy the sessions of a Hermes Agent state.db in this home
 /help                     this list"""
 
 
@@ -124,7 +125,7 @@ def _memory(agent: Agent, args: list[str]) -> CommandResult:
         records = service.pending()
         if not records:
             return CommandResult(True, "no writes are waiting for approval", {"pending": []})
-        lines = [f"{r.id}  {r.created_at}  {r.origin}  {r.summary}" for r in records]
+        lines = [f"{r.id}  {r.when()}  {r.origin}  {r.summary}" for r in records]
         return CommandResult(
             True, "\n".join(lines), {"pending": [r.model_dump() for r in records]}, "pending"
         )
@@ -164,9 +165,11 @@ def _journey(agent: Agent, args: list[str]) -> CommandResult:
 
 
 def _sessions(agent: Agent, args: list[str]) -> CommandResult:
+    if args == ["import-hermes"]:
+        return _import_hermes(agent)
     query = " ".join(args)
     if not query:
-        result = agent.search_tool({"mode": "browse", "limit": 10})
+        result = agent.search_tool({"mode": "browse", "limit": 10}, for_user=True)
         lines = [_session_line(card) for card in result.get("sessions", [])]
         return CommandResult(True, "\n".join(lines) or "no sessions yet", result, "sessions")
     result = agent.search_tool({"mode": "discover", "query": query})
@@ -179,6 +182,24 @@ def _sessions(agent: Agent, args: list[str]) -> CommandResult:
     return CommandResult(
         True, "\n".join(lines) or f"nothing found for {query!r}", result, "sessions"
     )
+
+
+def _import_hermes(agent: Agent) -> CommandResult:
+    from engine.sessions import hermes
+
+    try:
+        report = hermes.import_from(agent.home, agent.store)
+    except hermes.HermesError as exc:
+        return CommandResult(False, str(exc))
+    text = (
+        f"copied {report.sessions_imported:,} sessions ({report.messages_imported:,} messages) "
+        f"from the Hermes Agent state.db"
+    )
+    if report.sessions_skipped:
+        text += f"; {report.sessions_skipped:,} were already here"
+    if report.errors_total:
+        text += f"; {report.errors_total:,} could not be read"
+    return CommandResult(True, text, report.model_dump(), "sessions")
 
 
 def _session_line(card: dict[str, Any]) -> str:

@@ -4,11 +4,17 @@ Every write follows one recipe: temp file in the destination's own folder, fsync
 fsync of the folder. A reader therefore sees the old bytes or the new bytes, never a torn file, and
 the rename itself survives a power cut. Symlinked destinations (dotfiles repos) are written through:
 the link's target is replaced and the link stays a link.
+
+One exception: a file that is itself a mount point (a single-file Docker bind mount) cannot be
+renamed over (EBUSY, or EXDEV across devices). Such a file is rewritten in place, then fsynced;
+callers hold the file's lock, so no other Cairn or Hermes writer interleaves, but a crash in the
+middle of that write can leave it torn, which the rename otherwise rules out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
@@ -47,12 +53,31 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
-        os.replace(tmp_name, target)
+        try:
+            os.replace(tmp_name, target)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EBUSY):
+                raise
+            _write_in_place(target, data)
+            os.unlink(tmp_name)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
     fsync_dir(folder)
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    """Overwrite ``target``'s bytes without replacing the file (a mount point cannot be)."""
+    fd = os.open(target, os.O_WRONLY)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:

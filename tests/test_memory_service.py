@@ -47,12 +47,46 @@ def test_ambiguous_match_lists_previews(service: MemoryService) -> None:
     assert "Project beta uses Postgres 14" in err.value.message
 
 
-def test_identical_duplicates_on_disk_act_on_the_first(service: MemoryService) -> None:
+def test_identical_duplicates_on_disk_collapse_on_the_next_write(service: MemoryService) -> None:
+    """Tried: a file another tool left with the same entry twice. A replace acts on the one
+    entry they stand for and the copy goes; an add of an unrelated entry collapses them too."""
     path = service.read(M).path
     path.parent.mkdir(parents=True)
     path.write_text("same\n§\nother\n§\nsame")
     service.write(M, [{"action": "replace", "old_text": "same", "content": "changed"}])
-    assert entries(service) == ["changed", "other", "same"]
+    assert entries(service) == ["changed", "other"]
+    path.write_text("a\n§\nb\n§\na\n§\nb")
+    result = service.write(M, [{"action": "add", "content": "c"}])
+    assert entries(service) == ["a", "b", "c"]
+    assert result["entries"] == ["a", "b", "c"]
+
+
+def test_a_write_returns_the_live_entries(service: MemoryService) -> None:
+    """The session's prompt stays frozen (tests/test_agent.py), so the result is where a model
+    sees what its write left."""
+    add(service, "Uses Docker")
+    result = service.write(M, [{"action": "add", "content": "Deploys on Fridays are banned"}])
+    assert result["entries"] == ["Uses Docker", "Deploys on Fridays are banned"]
+
+
+def test_the_overflow_error_quotes_the_current_entries_whole_within_a_bound(
+    service: MemoryService,
+) -> None:
+    long_entries = [f"entry {i}: " + "x" * 200 for i in range(10)]
+    service.write(M, [{"action": "add", "content": e} for e in long_entries])
+    with pytest.raises(MemoryToolError) as err:
+        add(service, "y" * 300)
+    shown = err.value.details["entries"]
+    assert shown == long_entries, "every entry in full, not a 60-char preview"
+
+    # A file far over its cap (written by hand) is quoted up to the bound, then summarised.
+    path = service.read(M).path
+    path.write_text("\n§\n".join(f"big {i} " + "z" * 990 for i in range(50)))
+    with pytest.raises(MemoryToolError) as err:
+        add(service, "one more")
+    shown = err.value.details["entries"]
+    assert sum(map(len, shown)) < 5_000
+    assert shown[-1].startswith("[… ") and "more entries" in shown[-1]
 
 
 def test_match_is_case_sensitive(service: MemoryService) -> None:

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from pytestqt.qtbot import QtBot
 
-from app.models.pending_model import PendingModel, is_settle_result, short_time
+from app.models.pending_model import PendingModel, full_time, is_settle_result, short_time
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog, pending_count
 from app.worker import EngineWorker
@@ -83,7 +83,8 @@ def test_dialog_lists_the_records(dialog: PendingDialog) -> None:
     assert model.rowCount() == 2
     assert cells(model, 0)[1:] == ["Background review", "USER.md", "add 'Prefers dark mode'"]
     assert cells(model, 1)[1:3] == ["Foreground", "MEMORY.md"]
-    assert model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole) == ADD["created_at"]
+    assert model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole) == full_time(ADD["created_at"])
+    assert full_time(ADD["created_at"]) == full_time(1778321700.0), "ISO text and unix seconds"
     assert model.index(1, 0).data(PendingModel.IdRole) == "5e6f7a8b"
 
 

@@ -78,6 +78,35 @@ def test_filters_and_string_numbers_from_the_model(tool: SessionSearchTool) -> N
     assert none["ok"] and none["results"] == []
 
 
+def test_what_a_call_without_a_mode_or_query_means(
+    tool: SessionSearchTool, store: SessionStore
+) -> None:
+    """Tried as a model calls it: no arguments, a blank query, discover with no query, a
+    session id alone, a session id with an anchor."""
+    for arguments in ({}, None, {"query": "  "}, {"mode": "discover"}):
+        result = tool(arguments)
+        assert result["ok"] and result["mode"] == "browse", arguments
+        # The caller's own lineage ("now", continued from "old") is never listed.
+        assert [s["session_id"] for s in result["sessions"]] == ["other"]
+    read = tool({"session_id": "other"})
+    assert read["ok"] and read["mode"] == "read"
+    first = store.messages("other")[0]
+    scrolled = tool({"session_id": "other", "anchor_id": first.id})
+    assert scrolled["ok"] and scrolled["mode"] == "scroll"
+
+
+def test_an_anchor_that_does_not_exist_or_is_elsewhere_is_an_error(
+    tool: SessionSearchTool, store: SessionStore
+) -> None:
+    """Tried: a hallucinated message id, and a real id from another session. Both used to
+    return messages as if the anchor were there."""
+    missing = tool({"mode": "scroll", "session_id": "old", "anchor_id": 999_999})
+    assert missing["ok"] is False and "no message 999999" in missing["message"]
+    elsewhere = store.messages("other")[0].id
+    wrong = tool({"mode": "scroll", "session_id": "old", "anchor_id": elsewhere})
+    assert wrong["ok"] is False and "belongs to session other" in wrong["message"]
+
+
 def test_scroll_read_browse(tool: SessionSearchTool, store: SessionStore) -> None:
     first = store.messages("old")[0]
     scrolled = tool(
@@ -99,8 +128,6 @@ def test_scroll_read_browse(tool: SessionSearchTool, store: SessionStore) -> Non
     [
         ("not a dict", "JSON object"),
         ({"mode": "teleport"}, "mode must be one of"),
-        ({"query": ""}, "needs a query"),
-        ({"mode": "discover"}, "needs a query"),
         ({"mode": "read"}, "needs a session_id"),
         ({"mode": "scroll", "session_id": "missing"}, "no session"),
         ({"query": "x", "limit": "lots"}, "limit must be an integer"),

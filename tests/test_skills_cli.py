@@ -45,7 +45,9 @@ def cli(home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monk
 
 
 def test_the_real_entry_point(home: Home) -> None:
-    proc = run_cairn("skills", "create", "smoke", "-d", "Smoke test", "--json", home=home)
+    proc = run_cairn(
+        "skills", "create", "smoke", "-d", "Smoke test", "-b", "Steps.", "--json", home=home
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "applied"
     proc = run_cairn("skills", "show", "ghost", home=home)
@@ -75,14 +77,14 @@ def test_create_list_show_patch_delete(home: Home, cli: Cli) -> None:
 
 
 def test_refusals_exit_1_with_the_reason(home: Home, cli: Cli) -> None:
-    cli.json("create", "s", "-d", "A skill")
+    cli.json("create", "s", "-d", "A skill", "-b", "Steps.")
     # Tried: an ambiguous patch, a missing skill, a critical finding, a bad name.
     cli.json("patch", "s", "--find", "s", "--replace", "t", ok=False)  # 's' is everywhere
     missing = cli.json("show", "ghost", ok=False)
     assert missing["error"] == "not_found"
     blocked = cli.json("patch", "s", "--find", "A skill", "--replace", "rm -rf /", ok=False)
     assert blocked["error"] == "blocked" and "destructive.rm_root" in blocked["message"]
-    bad = cli.json("create", "Bad", "-d", "x", ok=False)
+    bad = cli.json("create", "Bad", "-d", "x", "-b", "Steps.", ok=False)
     assert bad["error"] == "invalid"
     code, _out, err = cli.run("show", "ghost")
     assert code == 1 and err.startswith("cairn: no skill named 'ghost'")
@@ -91,7 +93,7 @@ def test_refusals_exit_1_with_the_reason(home: Home, cli: Cli) -> None:
 
 
 def test_list_reports_a_broken_skill_and_still_lists_the_others(home: Home, cli: Cli) -> None:
-    cli.json("create", "good", "-d", "Fine")
+    cli.json("create", "good", "-d", "Fine", "-b", "Steps.")
     broken = home.skills_dir / "bad" / "SKILL.md"
     broken.parent.mkdir(parents=True)
     broken.write_text("---\nname: bad\ndescription: [unclosed\n---\n")
@@ -117,8 +119,8 @@ def test_show_inspects_a_withheld_skill(home: Home, cli: Cli) -> None:
 def test_pending_approve_and_reject(home: Home, cli: Cli) -> None:
     update_config(home, {"skills": {"write_approval": True}})
     agent = SkillManager(home, Config(skills=SkillsConfig(write_approval=True)), author="agent")
-    first = agent.run({"action": "create", "name": "one", "description": "d"})
-    second = agent.run({"action": "create", "name": "two", "description": "d"})
+    first = agent.run({"action": "create", "name": "one", "description": "d", "body": "b"})
+    second = agent.run({"action": "create", "name": "two", "description": "d", "body": "b"})
     listed = cli.json("pending")
     assert [r["id"] for r in listed["pending"]] == [first["pending_id"], second["pending_id"]]
     assert all(r["subsystem"] == "skills" for r in listed["pending"])

@@ -130,8 +130,10 @@ def test_user_writes_are_trusted(home: Home) -> None:
 
 
 def new(**fields: Any) -> dict[str, Any]:
-    """A create request for skill "x" with a description, plus ``fields``."""
-    return {"action": "create", "name": "x", "description": "d", **fields}
+    """A create request for skill "x" with a description (and a body unless ``fields`` give
+    content), plus ``fields``."""
+    body = {} if "content" in fields else {"body": "Steps."}
+    return {"action": "create", "name": "x", "description": "d", **body, **fields}
 
 
 def on_skill(action: str, **fields: Any) -> dict[str, Any]:

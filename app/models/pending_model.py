@@ -28,12 +28,27 @@ def is_settle_result(result: dict[str, Any]) -> bool:
     return "pending_id" in result and result.get("status") != "staged"
 
 
-def short_time(created_at: str, now: datetime | None = None) -> str:
-    """``HH:MM`` for today, else the date too, in local time; the raw text when unparseable."""
+def _local(created_at: float | str) -> datetime | None:
+    # Unix seconds (what is written now, and what Hermes Agent writes) or ISO text (older
+    # Cairn records).
     try:
-        when = datetime.fromisoformat(created_at).astimezone()
-    except ValueError:
-        return created_at
+        if isinstance(created_at, int | float):
+            return datetime.fromtimestamp(created_at).astimezone()
+        return datetime.fromisoformat(created_at).astimezone()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def full_time(created_at: float | str) -> str:
+    when = _local(created_at)
+    return when.strftime("%Y-%m-%d %H:%M:%S") if when else str(created_at)
+
+
+def short_time(created_at: float | str, now: datetime | None = None) -> str:
+    """``HH:MM`` for today, else the date too, in local time; the raw text when unparseable."""
+    when = _local(created_at)
+    if when is None:
+        return str(created_at)
     today = (now or datetime.now().astimezone()).date()
     return when.strftime("%H:%M" if when.date() == today else "%Y-%m-%d %H:%M")
 
@@ -87,7 +102,7 @@ class PendingModel(QAbstractTableModel):
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if column == 0:
-                return short_time(str(record.get("created_at", "")))
+                return short_time(record.get("created_at", ""))
             if column == 1:
                 origin = str(record.get("origin", ""))
                 return ORIGINS.get(origin, origin)
@@ -97,7 +112,7 @@ class PendingModel(QAbstractTableModel):
                 return str(record.get("summary", ""))
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == 0:
-                return str(record.get("created_at", ""))
+                return full_time(record.get("created_at", ""))
             return f"{record.get('id')}: {record.get('summary', '')}"
         return None
 

@@ -56,12 +56,13 @@ def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[st
     if state.get("error"):
         return filename, [("!", f"{filename} cannot be read: {state['error']}")]
     # pydantic comes with these; the worker has loaded them by the time a write is staged.
+    from engine.memory.approval import payload_operations
     from engine.memory.operations import apply_to_entries, check_budget, parse_operations
 
     before: list[str] = list(state.get("items") or [])
     limit = int(state.get("limit") or 0)
     try:
-        ops = parse_operations(payload.get("operations"))
+        ops = parse_operations(payload_operations(payload))
         after = apply_to_entries(before, ops)
     except MemoryToolError as exc:
         return filename, [

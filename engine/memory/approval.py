@@ -3,17 +3,23 @@
 One JSON file per write in ``<home>/pending/memory/<id>.json``, written atomically, so a second
 Cairn, the desktop client and the CLI all see the same queue and a crash never leaves half a
 record.
+
+The folder is shared with Hermes Agent when both use one home, so records are written in its
+shape and read in either: ``created_at`` in unix seconds (older Cairn records hold ISO text,
+still read), and a memory payload that names its ``action`` with ``content``/``old_text`` for a
+single operation (what the other tool replays) beside the ``operations`` list Cairn replays.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from datetime import UTC, datetime
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, field_validator
 
 from engine.fsutil import atomic_write_text
 from engine.memory.errors import MemoryToolError
@@ -27,9 +33,41 @@ class PendingWrite(BaseModel):
     action: str
     summary: str
     origin: Origin
-    created_at: str
+    created_at: float  # unix seconds
     payload: dict[str, Any]
     session_id: str | None = None
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        # Cairn once wrote ISO 8601 text here; a record staged then still sorts and shows.
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return value  # not a time: pydantic says so
+        return value
+
+    def when(self) -> str:
+        """The staging time for a terminal: local, to the second."""
+        return datetime.fromtimestamp(self.created_at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def memory_payload(target: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """A staged memory write in the shape both tools sharing a home can replay."""
+    if len(operations) == 1:
+        op = operations[0]
+        return {"target": target, **op, "operations": operations}
+    return {"action": "batch", "target": target, "operations": operations}
+
+
+def payload_operations(payload: dict[str, Any]) -> Any:
+    """The operations a staged memory write replays: Cairn's list, or the single operation
+    the other tool writes as ``action`` with ``content``/``old_text``."""
+    if "operations" in payload:
+        return payload["operations"]
+    op = {key: payload[key] for key in ("action", "content", "old_text") if key in payload}
+    return [op] if op else None
 
 
 class PendingQueue:
@@ -66,7 +104,7 @@ class PendingQueue:
                 action=action,
                 summary=summary,
                 origin=origin,
-                created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
+                created_at=time.time(),
                 payload=payload,
                 session_id=session_id,
             )

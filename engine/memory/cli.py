@@ -193,7 +193,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 def cmd_pending(args: argparse.Namespace) -> int:
     records = args.service_factory().pending()
     lines = [
-        f"{r.id}  {r.created_at}  {r.origin:<17} {r.payload.get('target', 'memory'):<6} {r.summary}"
+        f"{r.id}  {r.when()}  {r.origin:<17} {r.payload.get('target', 'memory'):<6} {r.summary}"
         for r in records
     ]
     _emit(

@@ -15,6 +15,9 @@ from engine.memory.errors import MemoryToolError
 
 MAX_OPERATIONS = 100
 PREVIEW_CHARS = 60
+# Entries quoted in a tool result are bounded by the file's cap, but never below this, so a
+# small cap still shows its entries.
+ENTRIES_SHOWN_MIN = 2_000
 
 
 class _Op(BaseModel):
@@ -101,9 +104,30 @@ def find_entry(entries: list[str], old_text: str) -> int:
     return hits[0]
 
 
+def shown_entries(entries: list[str], budget: int) -> list[str]:
+    """``entries`` whole, as many as fit in ``budget`` chars, then one line saying what was
+    left out: a model consolidating needs the real text, but an over-budget file must not
+    flood a tool result."""
+    shown: list[str] = []
+    used = 0
+    for index, entry in enumerate(entries):
+        if shown and used + len(entry) > budget:
+            rest = entries[index:]
+            shown.append(
+                f"[… {len(rest):,} more entries ({sum(map(len, rest)):,} chars) not shown]"
+            )
+            break
+        shown.append(entry)
+        used += len(entry)
+    return shown
+
+
 def apply_to_entries(entries: list[str], ops: list[AddOp | ReplaceOp | RemoveOp]) -> list[str]:
-    """The entries after ``ops``, in order; raises on the first operation that cannot apply."""
-    result = list(entries)
+    """The entries after ``ops``, in order; raises on the first operation that cannot apply.
+
+    Identical entries (left by a hand edit or another tool) collapse into the first: they only
+    cost space, and every operation already treats them as one."""
+    result = list(dict.fromkeys(entries))
     for op in ops:
         if isinstance(op, AddOp):
             entry = _content(op)
@@ -145,5 +169,5 @@ def check_budget(
         usage=old,
         limit=limit,
         would_be=new,
-        entries=[preview(e) for e in before],
+        entries=shown_entries(before, max(limit, ENTRIES_SHOWN_MIN)),
     )

@@ -11,14 +11,22 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.config import Config, load_config, update_config
+from engine.config_follow import FollowedConfig
 from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
-from engine.memory.approval import Origin, PendingQueue, PendingWrite
+from engine.memory.approval import (
+    Origin,
+    PendingQueue,
+    PendingWrite,
+    memory_payload,
+    payload_operations,
+)
 from engine.memory.entries import Target, parse, percent, prompt_block, prompt_view, usage
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import History, MemoryEvent
 from engine.memory.operations import (
+    ENTRIES_SHOWN_MIN,
     AddOp,
     RemoveOp,
     ReplaceOp,
@@ -26,6 +34,7 @@ from engine.memory.operations import (
     check_budget,
     parse_operations,
     preview,
+    shown_entries,
 )
 from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refuse_blocked
 
@@ -63,7 +72,7 @@ class MemoryService:
         self, home: Home, config: Config | None = None, *, session_id: str | None = None
     ) -> None:
         self.home = home
-        self.config = config if config is not None else load_config(home)
+        self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.session_id = session_id
         self.history_error: str | None = None
         try:
@@ -77,9 +86,26 @@ class MemoryService:
         # memory provider can mirror them.
         self.on_committed: list[CommitObserver] = []
 
+    @property
+    def config(self) -> Config:
+        """The config as config.yaml says now: approval and limits switched in a terminal
+        apply to this running service's next read and write."""
+        current = self._followed.current()
+        store = getattr(self, "store", None)  # None while __init__ builds the store
+        if store is not None and store.config is not current:
+            store.config = current
+        return current
+
+    @config.setter
+    def config(self, value: Config) -> None:
+        self._followed.replace(value)
+        if getattr(self, "store", None) is not None:
+            self.store.config = value
+
     # -- reading -------------------------------------------------------------------------
 
     def read(self, target: Target) -> MemoryFile:
+        _ = self.config  # the limits as config.yaml says now
         return self.store.read(target)
 
     def rescan(self) -> list[int]:
@@ -173,7 +199,7 @@ class MemoryService:
         record = self.queue.stage(
             action,
             summary,
-            {"target": target.value, "operations": [op.model_dump() for op in ops]},
+            memory_payload(target.value, [op.model_dump() for op in ops]),
             origin,
             session_id,
         )
@@ -224,6 +250,9 @@ class MemoryService:
             "status": "applied" if outcome.changed else "unchanged",
             "message": message,
             "usage": use,
+            # The live entries: the prompt's snapshot stays frozen for the session, so this is
+            # where a model sees what its write left.
+            "entries": shown_entries(outcome.entries, max(use["limit"], ENTRIES_SHOWN_MIN)),
             "event_id": outcome.event_id,
             "backup": str(outcome.backup) if outcome.backup else None,
             "warnings": outcome.warnings,
@@ -244,7 +273,7 @@ class MemoryService:
     def approve(self, pending_id: str) -> dict[str, Any]:
         record = self.queue.get(pending_id)
         target = Target(record.payload.get("target", "memory"))
-        ops = parse_operations(record.payload.get("operations"))
+        ops = parse_operations(payload_operations(record.payload))
         try:
             outcome = self.store.write(
                 target,
@@ -277,7 +306,7 @@ class MemoryService:
             pending_id=record.id,
             origin=record.origin,
             summary=record.summary,
-            operations=record.payload.get("operations"),
+            operations=payload_operations(record.payload),
         )
         return {
             "ok": True,

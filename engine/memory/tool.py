@@ -37,7 +37,8 @@ SCHEMA: dict[str, Any] = {
         "procedures. Never save task progress, ids, commit hashes, anything stale within days, "
         "or what context files already say. Space is bounded: when full the call fails, so "
         "consolidate with replace/remove (or one `operations` batch, checked on its final "
-        "total) above 80%."
+        "total) above 80%. A result lists the entries as they are now. Past conversations "
+        "are not memory: find them with session_search."
     ),
     "parameters": {
         "type": "object",

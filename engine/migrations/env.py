@@ -9,8 +9,8 @@ import engine.memory.history
 import engine.sessions.models
 from engine.db import Base
 
-assert engine.memory.history.MemoryEventRow.__table__.metadata is Base.metadata
-assert engine.sessions.models.MessageRow.__table__.metadata is Base.metadata
+for row_class in (engine.memory.history.MemoryEventRow, engine.sessions.models.MessageRow):
+    assert row_class.__tablename__ in Base.metadata.tables
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)

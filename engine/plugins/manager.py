@@ -400,7 +400,8 @@ class ProviderManager:
     def tools(self, reserved: Iterable[str]) -> list[Tool]:
         """The provider's tools, minus any whose name is in ``reserved`` (the core tools) or
         repeated; each call bounded by ``tool_timeout``."""
-        offered = self._bounded("tools", self.provider.tools, [], self.call_timeout)
+        none: list[Tool] = []
+        offered = self._bounded("tools", self.provider.tools, none, self.call_timeout)
         taken = set(reserved)
         accepted: list[Tool] = []
         for tool in offered if isinstance(offered, list) else []:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from engine.cli_output import emit as _emit
 from engine.db import DatabaseError
-from engine.sessions import maintenance
+from engine.sessions import hermes, maintenance
 from engine.sessions.search import SearchError, SessionSearch
 from engine.sessions.store import (
     ROLES,
@@ -96,8 +96,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     search.add_argument("--direction", choices=["around", "forward", "backward"], default="around")
     search.add_argument("--window", type=int, help="messages on each side (discover, scroll)")
 
-    importing = command("import", "import sessions from a JSONL file")
-    importing.add_argument("file", help="JSONL file, one session a line ('-' = stdin)")
+    importing = command("import", "import sessions from a JSONL file or a Hermes Agent home")
+    importing.add_argument("file", nargs="?", help="JSONL file, one session a line ('-' = stdin)")
+    importing.add_argument(
+        "--from-hermes",
+        action="store_true",
+        help="copy the sessions of the Hermes Agent state.db in this home (read-only there)",
+    )
     importing.add_argument(
         "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="sessions per transaction"
     )
@@ -282,11 +287,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     sessions = store.list_sessions(
         limit=max(1, args.limit), offset=max(0, args.offset), source=args.source
     )
-    _emit(
-        args,
-        {"ok": True, "sessions": [s.model_dump() for s in sessions]},
-        "\n".join(_session_line(s) for s in sessions) or "no sessions",
-    )
+    hint = _hermes_hint(args, store)
+    payload: dict[str, Any] = {"ok": True, "sessions": [s.model_dump() for s in sessions]}
+    if hint:
+        payload["hint"] = hint
+    text = "\n".join(_session_line(s) for s in sessions) or "no sessions"
+    _emit(args, payload, text + (f"\n{hint}" if hint else ""))
     return 0
 
 
@@ -412,7 +418,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.mode == "scroll":
             kwargs.update(anchor_id=args.anchor, direction=args.direction, window=args.window)
     result = SessionSearch(store)(args.mode, **kwargs)
-    _emit(args, {"ok": True, **result}, _search_text(result))
+    text = _search_text(result)
+    hint = _hermes_hint(args, store) if args.mode in ("discover", "browse") else None
+    if hint:
+        result["hint"] = hint
+        text += f"\n{hint}"
+    _emit(args, {"ok": True, **result}, text)
     return 0
 
 
@@ -437,9 +448,30 @@ def _import_text(report: ImportReport, source: str) -> str:
     return "\n".join(lines)
 
 
+def _import_from_hermes(args: argparse.Namespace) -> int:
+    store = _store(args)
+    try:
+        report = hermes.import_from(args.home_path, store, batch_size=args.batch_size)
+    except hermes.HermesError as exc:
+        raise Refused("not_found", str(exc)) from exc
+    payload = {"ok": True, **report.model_dump()}
+    _emit(args, payload, _import_text(report, "the Hermes Agent state.db"))
+    return 1 if report.errors_total and not report.sessions_imported else 0
+
+
+def _hermes_hint(args: argparse.Namespace, store: SessionStore) -> str | None:
+    return hermes.hint(args.home_path, store)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.from_hermes:
+        if args.file is not None:
+            raise UsageError("give a file or --from-hermes, not both")
+        return _import_from_hermes(args)
+    if args.file is None:
+        raise UsageError("give the JSONL file to import ('-' = stdin), or --from-hermes")
     source = "stdin" if args.file == "-" else args.file
     handle: IO[bytes]
     total: int | None = None

@@ -292,7 +292,17 @@ class SessionSearch:
         window = clamp(window, DEFAULT_WINDOW, 1, MAX_WINDOW)
         if direction not in ("around", "forward", "backward"):
             raise SearchError(f"unknown direction {direction!r}: use around, forward or backward")
-        if anchor_id is None:
+        if anchor_id is not None:
+            # A made-up or mistyped anchor must fail loudly: messages of some other place
+            # coming back would pass for the ones asked about.
+            anchor = self.store.message(anchor_id)
+            if anchor is None:
+                raise SearchError(f"no message {anchor_id} (anchor_id comes from a result)")
+            if anchor.session_id != session_id:
+                raise SearchError(
+                    f"message {anchor_id} belongs to session {anchor.session_id}, not {session_id}"
+                )
+        else:
             anchor_id = 0 if direction != "backward" else 2**62
         with self.store.engine.connect() as conn:
             info = _session(conn, session_id)

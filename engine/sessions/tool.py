@@ -20,6 +20,7 @@ from engine.sessions.search import (
     MAX_WINDOW,
     SearchError,
     SessionSearch,
+    clamp,
 )
 from engine.sessions.store import ROLES
 
@@ -27,6 +28,7 @@ MODES = ("discover", "scroll", "read", "browse")
 ORDERS = ("relevance", "newest", "oldest")
 DIRECTIONS = ("around", "forward", "backward")
 MAX_MESSAGE_CHARS = 4000
+BROWSE_LIMIT, MAX_BROWSE = 10, 50  # as SessionSearch.browse clamps them
 
 SCHEMA: dict[str, Any] = {
     "name": "session_search",
@@ -39,7 +41,8 @@ SCHEMA: dict[str, Any] = {
         "backward); 'read' shows a whole session (long ones: beginning and end); 'browse' "
         "lists recent sessions. Use it when the user refers to something from before "
         "('the docker thing last week', 'what did we decide about X') or when earlier work "
-        "would help. This conversation itself is never among discover's results."
+        "would help. No query lists recent sessions; a session_id alone reads that session. "
+        "This conversation itself is never among discover's or browse's results."
     ),
     "parameters": {
         "type": "object",
@@ -168,10 +171,15 @@ class SessionSearchTool:
         self.current_session_id = current_session_id
         self.max_message_chars = max_message_chars
 
-    def __call__(self, arguments: Any) -> dict[str, Any]:
+    def __call__(self, arguments: Any, *, for_user: bool = False) -> dict[str, Any]:
+        """One call; ``for_user`` is a person's own view (the window's session list, the
+        /sessions command), where the conversation in progress belongs among the recent ones."""
         try:
             mode, kwargs, ignored = self._arguments(arguments)
-            result = self.search(mode, **kwargs)
+            if mode == "browse" and not for_user:
+                result = self._browse(kwargs)
+            else:
+                result = self.search(mode, **kwargs)
         except (_Invalid, SearchError) as exc:
             return _failure("invalid", str(exc))
         except SQLAlchemyError as exc:
@@ -190,7 +198,10 @@ class SessionSearchTool:
         if not isinstance(arguments, dict):
             raise _Invalid("arguments must be a JSON object")
         given = {k: v for k, v in arguments.items() if v is not None}
-        mode = _choice("mode", given.pop("mode", "discover"), MODES)
+        mode = _choice("mode", given.pop("mode", None) or self._implied(given), MODES)
+        if mode == "discover" and not str(given.get("query") or "").strip():
+            mode = "browse"  # nothing to look for: the recent sessions are the useful answer
+            given.pop("query", None)
         wanted = _MODE_ARGS[mode]
         ignored = sorted(k for k in given if k not in wanted)
         values: dict[str, Any] = {}
@@ -209,12 +220,30 @@ class SessionSearchTool:
             else:
                 values[name] = _text(name, value)
         if mode == "discover":
-            if not values.get("query", "").strip():
-                raise _Invalid("discover needs a query; to list recent sessions use mode browse")
             values["current_session_id"] = self.current_session_id
         elif mode in ("scroll", "read") and not values.get("session_id"):
             raise _Invalid(f"{mode} needs a session_id (from a discover or browse result)")
         return mode, values, ignored
+
+    @staticmethod
+    def _implied(given: dict[str, Any]) -> str:
+        """The mode a call without one means: a session id alone reads it (or scrolls, with
+        an anchor), a query discovers, nothing at all browses."""
+        if given.get("session_id") and not str(given.get("query") or "").strip():
+            return "scroll" if "anchor_id" in given else "read"
+        return "discover"
+
+    def _browse(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Recent sessions other than the one the model is in (its lineage included)."""
+        own = (
+            {s.id for s in self.search.store.lineage(self.current_session_id)}
+            if self.current_session_id
+            else set()
+        )
+        limit = clamp(values.get("limit"), BROWSE_LIMIT, 1, MAX_BROWSE)
+        result = self.search("browse", **{**values, "limit": min(limit + len(own), MAX_BROWSE)})
+        result["sessions"] = [c for c in result["sessions"] if c["session_id"] not in own][:limit]
+        return result
 
     def _bounded(self, value: Any) -> Any:
         """``value`` with every message's content cut to ``max_message_chars``."""

@@ -43,14 +43,21 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     create = command("create", cmd_create, "create a skill")
     create.add_argument("name")
     create.add_argument("--description", "-d", required=True, help="one line: when to use it")
-    create.add_argument("--body-file", help="Markdown instructions ('-' = stdin)")
+    body = create.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body", "-b", help="the instructions, in Markdown")
+    body.add_argument("--body-file", help="Markdown instructions from a file ('-' = stdin)")
     create.add_argument("--category", help="folder to group it in")
-    patch = command("patch", cmd_patch, "replace one unique piece of text")
+    patch = command("patch", cmd_patch, "replace one unique piece of text (or all with --all)")
     patch.add_argument("name")
     patch.add_argument("--find", required=True)
     patch.add_argument("--replace", required=True)
     patch.add_argument("--file", help="a supporting file instead of SKILL.md")
-    command("delete", cmd_delete, "delete a skill (kept in skills/.trash)").add_argument("name")
+    patch.add_argument(
+        "--all", dest="replace_all", action="store_true", help="replace every occurrence"
+    )
+    delete = command("delete", cmd_delete, "delete a skill (kept in skills/.trash)")
+    delete.add_argument("name")
+    delete.add_argument("--absorbed-into", metavar="SKILL", help="the skill it was merged into")
     pending = command("pending", cmd_pending, "list staged skill writes, or approve/reject one")
     pending.add_argument("verb", nargs="?", choices=["approve", "reject"])
     pending.add_argument("id", nargs="?", help="pending id, or 'all'")
@@ -186,7 +193,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "action": "create",
         "name": args.name,
         "description": args.description,
-        "body": _read_body(args.body_file),
+        "body": args.body if args.body is not None else _read_body(args.body_file),
         "category": args.category,
     }
     result = _manager(args).run(request)
@@ -201,6 +208,7 @@ def cmd_patch(args: argparse.Namespace) -> int:
         "find": args.find,
         "replace": args.replace,
         "file": args.file,
+        "replace_all": args.replace_all,
     }
     result = _manager(args).run(request)
     _emit(args, result, _result_text(result))
@@ -208,7 +216,9 @@ def cmd_patch(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    result = _manager(args).run({"action": "delete", "name": args.name})
+    result = _manager(args).run(
+        {"action": "delete", "name": args.name, "absorbed_into": args.absorbed_into}
+    )
     _emit(args, result, _result_text(result))
     return 0
 
@@ -220,7 +230,7 @@ def cmd_pending(args: argparse.Namespace) -> int:
             raise SkillError("invalid", "say what to do: pending approve ID or pending reject ID")
         records = manager.pending()
         lines = [
-            f"{r.id}  {r.created_at}  {r.origin:<17} {r.summary}"
+            f"{r.id}  {r.when()}  {r.origin:<17} {r.summary}"
             + "".join(f"\n          warning: {w}" for w in r.payload.get("warnings") or [])
             for r in records
         ]

@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from engine.config import Config, load_config
+from engine.config_follow import FollowedConfig
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, fsync_dir, locked
 from engine.home import Home
 from engine.memory.approval import Origin, PendingQueue, PendingWrite
@@ -108,6 +109,8 @@ class PatchRequest(_Request):
     find: str
     replace: str
     file: str | None = None
+    # Every occurrence instead of exactly one: for renaming a command or path throughout.
+    replace_all: bool = False
 
 
 class EditRequest(_Request):
@@ -117,6 +120,9 @@ class EditRequest(_Request):
 
 class DeleteRequest(_Request):
     action: Literal["delete"]
+    # The skill that now holds this one's steps, when two were merged: it must exist, and the
+    # history says where the deleted skill went.
+    absorbed_into: str | None = None
 
 
 class WriteFileRequest(_Request):
@@ -142,9 +148,9 @@ SkillRequest = Annotated[
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(SkillRequest)
 _FIELDS = {
     "create": {"name", "category", "content", "description", "body"},
-    "patch": {"name", "find", "replace", "file"},
+    "patch": {"name", "find", "replace", "file", "replace_all"},
     "edit": {"name", "content"},
-    "delete": {"name"},
+    "delete": {"name", "absorbed_into"},
     "write_file": {"name", "file", "content"},
     "remove_file": {"name", "file"},
 }
@@ -154,6 +160,7 @@ _FIELDS = {
 _OPTIONAL = {
     "create": {"category", "content", "description", "body"},
     "patch": {"file"},
+    "delete": {"absorbed_into"},
 }
 
 
@@ -208,14 +215,16 @@ def describe_request(request: SkillRequest) -> str:
         return f"create skill {name!r}{where}"
     if isinstance(request, PatchRequest):
         file = request.file or SKILL_FILE
+        every = " (every occurrence)" if request.replace_all else ""
         return (
             f"patch {name}/{file}: {_preview(request.find, 30)!r} → "
-            f"{_preview(request.replace, 30)!r}"
+            f"{_preview(request.replace, 30)!r}{every}"
         )
     if isinstance(request, EditRequest):
         return f"rewrite {name}/SKILL.md ({len(request.content):,} chars)"
     if isinstance(request, DeleteRequest):
-        return f"delete skill {name!r}"
+        into = f" (absorbed into {request.absorbed_into!r})" if request.absorbed_into else ""
+        return f"delete skill {name!r}{into}"
     if isinstance(request, WriteFileRequest):
         return f"write {name}/{request.file} ({len(request.content):,} chars)"
     return f"remove {name}/{request.file}"
@@ -277,6 +286,7 @@ class SkillChange(BaseModel):
     before: str | None = None  # the file's text before; None when it did not exist
     after: str | None = None  # and after; None when it no longer exists
     omitted: bool = False  # a text was too long (or not UTF-8) to keep: before/after are None
+    absorbed_into: str | None = None  # delete: the skill that took over this one's steps
 
 
 def _kept(text: str | None) -> tuple[str | None, bool]:
@@ -371,6 +381,16 @@ def _check_size(new: str, old: str | None, limit: int, shown: str) -> None:
         )
 
 
+def _require_body(body: str, shown: str) -> None:
+    # A SKILL.md is its instructions; front matter alone is an index line with nothing to
+    # read on demand, and other tools sharing the home refuse to load such a file.
+    if not body.strip():
+        raise SkillError(
+            "invalid",
+            f"{shown} has no instructions after its front matter; give a body (Markdown steps)",
+        )
+
+
 def _skill_usage(folder: Path) -> tuple[int, int]:
     """(files, bytes) of everything in a skill folder, SKILL.md included."""
     files = size = 0
@@ -400,13 +420,18 @@ class SkillManager:
         session_id: str | None = None,
     ) -> None:
         self.home = home
-        self.config = config if config is not None else load_config(home)
+        self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.author: Author = author
         self.origin: Origin = origin
         self.session_id = session_id
         self.queue = SkillPendingQueue(home)
         self.trust = TrustBook(home.skills_dir)
         self.usage = UsageBook(home.skills_dir)
+
+    @property
+    def config(self) -> Config:
+        """As config.yaml says now: approval switched on in a terminal applies at once."""
+        return self._followed.current()
 
     @property
     def writer_trust(self) -> TrustLevel:
@@ -503,6 +528,7 @@ class SkillManager:
             before=before,
             after=after,
             omitted=cut_before or cut_after or change.unreadable,
+            absorbed_into=getattr(change.request, "absorbed_into", None),
         )
         line = (record.model_dump_json(exclude_defaults=True) + "\n").encode("utf-8")
         try:
@@ -656,6 +682,7 @@ class SkillManager:
         shown = f"{name}/{SKILL_FILE}"
         _check_size(text, None, SKILL_MD_MAX_CHARS, shown)
         parsed = parse_skill_md(text, shown)
+        _require_body(parsed.body, shown)
         if parsed.meta.name != name:
             raise SkillError(
                 "invalid",
@@ -716,6 +743,7 @@ class SkillManager:
         shown = f"{ref}/{SKILL_FILE}"
         _check_size(new, old, SKILL_MD_MAX_CHARS, shown)
         parsed = parse_skill_md(new, shown)
+        _require_body(parsed.body, shown)
         if parsed.meta.name != folder.name:
             raise SkillError(
                 "invalid",
@@ -756,17 +784,21 @@ class SkillManager:
                 f"{_preview(request.find)!r} does not occur in {shown} (matching is exact and "
                 f"case-sensitive; view the file with skill_view first).{hint}",
             )
-        if len(where) > 1:
+        if len(where) > 1 and not request.replace_all:
             shown_at = [_line_preview(old, i, len(request.find)) for i in where[:_MAX_PREVIEWS]]
             count = f"at least {_MAX_PREVIEWS}" if len(where) > _MAX_PREVIEWS else len(where)
             raise SkillError(
                 "ambiguous",
                 f"{_preview(request.find)!r} occurs {count} times in {shown}; include "
-                f"more surrounding text so it names one place: {'; '.join(shown_at)}",
+                f"more surrounding text so it names one place, or set replace_all: "
+                f"{'; '.join(shown_at)}",
                 matches=shown_at,
             )
-        index = where[0]
-        new = old[:index] + request.replace + old[index + len(request.find) :]
+        if request.replace_all:
+            new = old.replace(request.find, request.replace)
+        else:
+            index = where[0]
+            new = old[:index] + request.replace + old[index + len(request.find) :]
         if rel.as_posix() == SKILL_FILE:
             return self._skill_md_change(request, folder, ref, old, new, mode)
         _check_size(new, old, FILE_MAX_CHARS, shown)
@@ -789,6 +821,12 @@ class SkillManager:
 
     def _plan_delete(self, request: DeleteRequest, folder: Path, ref: str) -> _Change:
         name = folder.name
+        absorbed: str | None = None
+        if request.absorbed_into is not None:
+            into, into_ref = self._locate(request.absorbed_into)
+            if into == folder:
+                raise SkillError("invalid", f"{ref} cannot be absorbed into itself")
+            absorbed = into_ref
 
         def commit() -> None:
             trash = self.root / TRASH_DIR
@@ -798,12 +836,20 @@ class SkillManager:
             # by the agent or anyone, can be undone by moving the folder back.
             os.rename(folder, trash / f"{name}.{stamp}.{secrets.token_hex(2)}")
             fsync_dir(folder.parent)
+            # A category folder the delete left empty goes too, so the tree holds no
+            # leftovers (rmdir refuses a folder that still holds anything).
+            if folder.parent != self.root:
+                with contextlib.suppress(OSError):
+                    folder.parent.rmdir()
+                    fsync_dir(self.root)
             for book in (self.trust, self.usage):
                 with contextlib.suppress(OSError):
                     book.forget(name)
 
         change = _Change(request, ref, describe_request(request), commit)
         change.notes.append(f"the folder was moved to skills/{TRASH_DIR}/ and can be restored")
+        if absorbed:
+            change.notes.append(f"its steps now live in {absorbed}")
         change.before, change.unreadable = _old_text(folder / SKILL_FILE)
         return change
 

@@ -83,8 +83,9 @@ SKILL_MANAGE_SCHEMA: dict[str, Any] = {
         "Save and maintain skills: reusable procedures for tasks that recur. create: name + "
         "description + body (Markdown steps), or content = a whole SKILL.md with '---' YAML "
         "front matter (name, description). patch: replace one exact, unique piece of text "
-        "(find → replace) in SKILL.md or in file. edit: replace the whole SKILL.md (content). "
-        "delete: remove the skill. write_file / remove_file: a supporting file under "
+        "(find → replace) in SKILL.md or in file, or every occurrence with replace_all. edit: "
+        "replace the whole SKILL.md (content). delete: remove the skill (absorbed_into: the "
+        "skill it was merged into). write_file / remove_file: a supporting file under "
         "references/, templates/, scripts/ or assets/. Names: lowercase letters, digits, "
         "'.', '_', '-'. Write general, reusable steps, not one task's details or secrets."
     ),
@@ -105,6 +106,14 @@ SKILL_MANAGE_SCHEMA: dict[str, Any] = {
             },
             "find": {"type": "string", "description": "patch: exact text that occurs once"},
             "replace": {"type": "string", "description": "patch: the text to put instead"},
+            "replace_all": {
+                "type": "boolean",
+                "description": "patch: replace every occurrence of find, not exactly one",
+            },
+            "absorbed_into": {
+                "type": "string",
+                "description": "delete: the existing skill this one was merged into",
+            },
             "file": {
                 "type": "string",
                 "description": "write_file/remove_file/patch: path inside the skill, e.g. "

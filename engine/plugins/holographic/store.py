@@ -26,6 +26,7 @@ are multiplied by (0.5 + trust), so a fact marked unhelpful twice ranks at 80 %.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -39,6 +40,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import (
     Column,
+    ColumnElement,
     Connection,
     Engine,
     Float,
@@ -56,6 +58,7 @@ from sqlalchemy import (
     insert,
     select,
     text,
+    true,
     update,
 )
 from sqlalchemy.engine import Row
@@ -796,7 +799,7 @@ class FactStore:
         min_trust: float = 0.0,
         limit: int = 20,
         offset: int = 0,
-    ) -> list[Fact]:
+    ) -> builtins.list[Fact]:
         query = select(facts_table).where(facts_table.c.trust >= min_trust)
         if source is not None:
             query = query.where(facts_table.c.source == source)
@@ -824,11 +827,11 @@ class FactStore:
 
     def _load(
         self, conn: Connection, ids: Iterable[int], min_trust: float = 0.0
-    ) -> tuple[list[Fact], np.ndarray]:
+    ) -> tuple[builtins.list[Fact], np.ndarray]:
         """The facts ``ids`` (trust ≥ ``min_trust``) and their vectors, one row each."""
         wanted = list(dict.fromkeys(ids))
-        facts: list[Fact] = []
-        blobs: list[bytes] = []
+        facts: builtins.list[Fact] = []
+        blobs: builtins.list[bytes] = []
         for start in range(0, len(wanted), 500):
             for row in conn.execute(_FACTS_BY_ID, {"ids": wanted[start : start + 500]}):
                 if row.trust < min_trust:
@@ -863,7 +866,7 @@ class FactStore:
                 found[row.id] = _fact(row)
         return found
 
-    def _fts(self, conn: Connection, match: str, limit: int) -> list[tuple[int, float]]:
+    def _fts(self, conn: Connection, match: str, limit: int) -> builtins.list[tuple[int, float]]:
         """Matches of ``match``, best BM25 rank first."""
         try:
             rows = conn.execute(_FTS_RANKED, {"q": match, "n": limit}).all()
@@ -871,7 +874,7 @@ class FactStore:
             return []
         return [(int(r.rowid), float(r.rank)) for r in rows]
 
-    def _fts_newest(self, conn: Connection, match: str | None, limit: int) -> list[int]:
+    def _fts_newest(self, conn: Connection, match: str | None, limit: int) -> builtins.list[int]:
         """The newest ``limit`` matches of ``match``, unranked."""
         if not match:
             return []
@@ -881,7 +884,9 @@ class FactStore:
             return []
         return [int(r.rowid) for r in rows]
 
-    def _candidates(self, conn: Connection, query: str, limit: int) -> list[tuple[int, float]]:
+    def _candidates(
+        self, conn: Connection, query: str, limit: int
+    ) -> builtins.list[tuple[int, float]]:
         """Full-text candidates for ``query`` with their BM25 rank, at a bounded cost.
 
         First the facts holding every query word (an intersection FTS5 computes cheaply, and
@@ -910,7 +915,9 @@ class FactStore:
         except Exception:
             return 0
 
-    def _bounded_rank(self, conn: Connection, match: str, limit: int) -> list[tuple[int, float]]:
+    def _bounded_rank(
+        self, conn: Connection, match: str, limit: int
+    ) -> builtins.list[tuple[int, float]]:
         """Matches of ``match`` by BM25: all of them when they are few, else the newest
         ``RANK_BUDGET``."""
         if self._count(conn, match) < COMMON_DF:
@@ -931,10 +938,9 @@ class FactStore:
         row = conn.execute(_ENTITY_BY_KEY, {"key": key}).first()
         if row is not None:
             return int(row.id), str(row.name)
-        condition = None
+        condition: ColumnElement[bool] = true()
         for word in key.split():
-            like = entities_table.c.key.like(f"%{word}%")
-            condition = like if condition is None else condition & like
+            condition = condition & entities_table.c.key.like(f"%{word}%")
         rows = conn.execute(
             select(entities_table.c.id, entities_table.c.name, entities_table.c.key)
             .join(links_table, links_table.c.entity_id == entities_table.c.id)
@@ -948,18 +954,18 @@ class FactStore:
                 return int(candidate.id), str(candidate.name)
         return None
 
-    def _linked(self, conn: Connection, entity_id: int, limit: int) -> list[int]:
+    def _linked(self, conn: Connection, entity_id: int, limit: int) -> builtins.list[int]:
         rows = conn.execute(_LINKED, {"entity": entity_id, "limit": limit})
         return [int(r.fact_id) for r in rows]
 
-    def _query_entities(self, conn: Connection, query: str) -> list[str]:
+    def _query_entities(self, conn: Connection, query: str) -> builtins.list[str]:
         grams = ngrams(words(query))
         if not grams:
             return []
         rows = conn.execute(_ENTITIES_BY_KEY, {"keys": sorted(grams)}).all()
         keys = sorted((str(r.key) for r in rows), key=len, reverse=True)
         # "alice moreau" covers "alice": keep the longest names only.
-        kept: list[str] = []
+        kept: builtins.list[str] = []
         for key in keys:
             if not any(f" {key} " in f" {k} " for k in kept):
                 kept.append(key)
@@ -969,7 +975,7 @@ class FactStore:
 
     def search(
         self, query: str, *, limit: int = 5, min_trust: float = 0.1, record: bool = True
-    ) -> list[ScoredFact]:
+    ) -> builtins.list[ScoredFact]:
         """Facts that answer ``query``, best first.
 
         Two stages: every candidate (full-text matches, facts of the entities the query
@@ -981,7 +987,7 @@ class FactStore:
         with self.engine.connect() as conn:
             ranked = self._candidates(conn, query, FTS_CANDIDATES)
             named = self._query_entities(conn, query)
-            linked: list[int] = []
+            linked: builtins.list[int] = []
             for key in named:
                 resolved = self._resolve(conn, key)
                 if resolved is not None:
@@ -991,7 +997,7 @@ class FactStore:
             query_words = set(wanted) | {w for k in named for w in keywords(k)}
             bm25 = dict(ranked)
             best_rank = min(bm25.values(), default=0.0)
-            first: list[tuple[float, int, float, float]] = []
+            first: builtins.list[tuple[float, int, float, float]] = []
             candidates = list(dict.fromkeys([i for i, _ in ranked] + linked))
             for start in range(0, len(candidates), 500):
                 chunk = candidates[start : start + 500]
@@ -1062,7 +1068,7 @@ class FactStore:
 
     def related(
         self, entity: str, *, limit: int = 10, min_trust: float = 0.1
-    ) -> list[RelatedEntity]:
+    ) -> builtins.list[RelatedEntity]:
         """Entities sharing facts with ``entity``, strongest association first: the sum over
         shared facts of how strongly each decodes from the fact, times the fact's trust."""
         with self.engine.connect() as conn:
@@ -1072,8 +1078,8 @@ class FactStore:
             ids = self._linked(conn, resolved[0], ENTITY_CANDIDATES)
             found, matrix = self._load(conn, ids, min_trust)
         own = entity_key(resolved[1])
-        rows: list[int] = []
-        others: list[tuple[str, str]] = []
+        rows: builtins.list[int] = []
+        others: builtins.list[tuple[str, str]] = []
         for index, fact in enumerate(found):
             for other in fact.entities:
                 key = entity_key(other)
@@ -1115,8 +1121,8 @@ class FactStore:
         if len(asked) < 2:
             raise FactStoreError("invalid", "reason needs at least two entities")
         with self.engine.connect() as conn:
-            resolved: list[tuple[int, str]] = []
-            unknown: list[str] = []
+            resolved: builtins.list[tuple[int, str]] = []
+            unknown: builtins.list[str] = []
             for name in asked:
                 hit = self._resolve(conn, name)
                 if hit is None:
@@ -1176,7 +1182,7 @@ class FactStore:
         content: str | None = None,
         entities: Sequence[str] = (),
         limit: int = 20,
-    ) -> list[Conflict]:
+    ) -> builtins.list[Conflict]:
         """Facts that may contradict fact ``fact_id``, or ``content`` (not stored), or — with
         neither — each other (pairs of facts that share an entity)."""
         with self.engine.connect() as conn:
@@ -1193,7 +1199,7 @@ class FactStore:
                 else:
                     statement = str(content)
                     names = list(entities) or self._entities_for(conn, statement, [])
-                ids: list[int] = []
+                ids: builtins.list[int] = []
                 for name in names:
                     hit = self._resolve(conn, name)
                     if hit is not None:
@@ -1218,12 +1224,14 @@ class FactStore:
                 return found[:limit]
             return self._all_conflicts(conn, limit)
 
-    def _all_conflicts(self, conn: Connection, limit: int, budget: int = 200_000) -> list[Conflict]:
+    def _all_conflicts(
+        self, conn: Connection, limit: int, budget: int = 200_000
+    ) -> builtins.list[Conflict]:
         groups: dict[int, list[int]] = {}
         for row in conn.execute(select(links_table.c.entity_id, links_table.c.fact_id)):
             groups.setdefault(int(row.entity_id), []).append(int(row.fact_id))
         seen: set[tuple[int, int]] = set()
-        pairs: list[tuple[int, int]] = []
+        pairs: builtins.list[tuple[int, int]] = []
         for members in groups.values():
             for i, a in enumerate(members):
                 for b in members[i + 1 :]:

@@ -1,0 +1,196 @@
+"""Sessions of a Hermes Agent home, read without ever writing to its database.
+
+In a home the reference program shares with Cairn, ``<home>/state.db`` is theirs (Cairn keeps
+its own store in ``cairn.db``, see :mod:`engine.db`). Their sessions are read from it and fed
+to the ordinary JSONL import, so the copy carries lineage and importing twice adds nothing.
+
+The file is never opened for writing, and no ``-wal``/``-shm`` file is created beside it: with
+no WAL present it is opened ``immutable``; when the other program has it open (a ``-wal``
+exists), the database and its WAL are copied into a temporary folder and the copy is read, so
+the newest committed sessions are included and their files stay exactly as they were.
+
+Columns are read by name and only where present, so older and newer schemas of the reference
+(or a hand-made test database) work; a missing ``sessions`` or ``messages`` table means the
+file is not a Hermes session store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from engine.db import CairnMeta, readonly_uri
+from engine.home import Home
+from engine.sessions.store import SessionStore
+from engine.sessions.transfer import DEFAULT_BATCH_SIZE, ImportReport, import_sessions
+
+IMPORT_HINT = "`cairn sessions import --from-hermes` (or /sessions import-hermes) copies them"
+
+_SESSION_FIELDS = (
+    "source",
+    "model",
+    "title",
+    "system_prompt",
+    "parent_session_id",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "input_tokens",
+    "output_tokens",
+)
+_MESSAGE_FIELDS = ("role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp")
+
+
+class HermesError(RuntimeError):
+    """The other program's database cannot be read."""
+
+
+def hermes_db(home: Home) -> Path | None:
+    """``<home>/state.db`` when it is another program's session store, else None."""
+    path = home.state_db
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        tables = _tables(path)
+    except HermesError:
+        return None
+    if CairnMeta.__tablename__ in tables or not {"sessions", "messages"} <= tables:
+        return None
+    return path
+
+
+def _tables(path: Path) -> set[str]:
+    with _reading(path) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    return {row[0] for row in rows}
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    wal = path.with_name(path.name + "-wal")
+    folder: str | None = None
+    target = path
+    try:
+        if wal.exists():
+            # Opening a live WAL database read-only would create -shm beside it; read a copy.
+            folder = tempfile.mkdtemp(prefix="cairn-hermes-")
+            target = Path(folder) / path.name
+            shutil.copy2(path, target)
+            with contextlib.suppress(FileNotFoundError):  # checkpointed meanwhile
+                shutil.copy2(wal, Path(folder) / wal.name)
+        try:
+            conn = sqlite3.connect(readonly_uri(target), uri=True, timeout=5)
+        except sqlite3.Error as exc:
+            raise HermesError(f"{path} cannot be opened: {exc}") from exc
+        try:
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            raise HermesError(f"{path} cannot be read: {exc}") from exc
+        finally:
+            conn.close()
+    except OSError as exc:
+        raise HermesError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def session_ids(path: Path) -> list[str]:
+    """The ids of the sessions stored in the other program's database."""
+    with _reading(path) as conn:
+        return [str(row[0]) for row in conn.execute("SELECT id FROM sessions ORDER BY id")]
+
+
+def _tool_calls(value: Any) -> list[Any] | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, list) and value else None
+
+
+def _clean(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if value not in (None, "")}
+
+
+def export_lines(path: Path) -> Iterator[str]:
+    """The other program's sessions as Cairn's JSONL import lines, oldest first."""
+    with _reading(path) as conn:
+        conn.row_factory = sqlite3.Row
+        have = _columns(conn, "sessions")
+        fields = [f for f in _SESSION_FIELDS if f in have]
+        order = "started_at, id" if "started_at" in have else "id"
+        message_have = _columns(conn, "messages")
+        message_fields = [f for f in _MESSAGE_FIELDS if f in message_have]
+        message_order = "timestamp, id" if "timestamp" in message_have else "id"
+        session_sql = f"SELECT {', '.join(['id', *fields])} FROM sessions ORDER BY {order}"
+        message_sql = (
+            f"SELECT {', '.join(['id', *message_fields])} FROM messages "
+            f"WHERE session_id = ? ORDER BY {message_order}"
+        )
+        for row in conn.execute(session_sql).fetchall():
+            session = _clean({"id": str(row["id"]), **{f: row[f] for f in fields}})
+            session.setdefault("source", "hermes")
+            session.setdefault("started_at", 0)
+            messages = []
+            for message in conn.execute(message_sql, (row["id"],)):
+                record = {f: message[f] for f in message_fields}
+                record["tool_calls"] = _tool_calls(record.get("tool_calls"))
+                record.setdefault("role", "user")
+                record["content"] = record.get("content") or ""
+                if record.get("timestamp") is None:
+                    record["timestamp"] = session["started_at"]
+                messages.append(_clean(record) | {"content": record["content"]})
+            session["messages"] = messages
+            yield json.dumps(session, ensure_ascii=False)
+
+
+def missing(home: Home, store: SessionStore) -> int:
+    """How many of the other program's sessions Cairn's store does not hold (0 when the home
+    has no such database, or it cannot be read: this only feeds a hint)."""
+    path = hermes_db(home)
+    if path is None:
+        return 0
+    try:
+        ids = session_ids(path)
+    except HermesError:
+        return 0
+    return len(ids) - len(store.has_sessions(ids))
+
+
+def hint(home: Home, store: SessionStore) -> str | None:
+    """One line for a user whose shared home holds sessions Cairn has not copied."""
+    count = missing(home, store)
+    if count <= 0:
+        return None
+    return (
+        f"{count:,} session{'s' if count != 1 else ''} of the Hermes Agent state.db in this home "
+        f"{'are' if count != 1 else 'is'} not in Cairn's store; {IMPORT_HINT} (their database "
+        "is only read)"
+    )
+
+
+def import_from(
+    home: Home, store: SessionStore, *, batch_size: int = DEFAULT_BATCH_SIZE
+) -> ImportReport:
+    """Copy the other program's sessions into ``store``; those already copied are skipped."""
+    path = hermes_db(home)
+    if path is None:
+        raise HermesError(
+            f"{home.state_db} is not a Hermes Agent session store (no such file, or it is "
+            "Cairn's own)"
+        )
+    return import_sessions(store, export_lines(path), batch_size=batch_size)
