@@ -330,3 +330,30 @@ def test_a_window_the_server_does_not_state_refuses_nothing(
     assert "<tool_guidance>" in request["messages"][0]["content"]
     assert "session_search: your past conversations" in request["messages"][0]["content"]
     assert "cannot hold" not in capsys.readouterr().err
+
+
+def test_a_server_refusing_tools_without_jinja_falls_back_to_the_prompt(
+    home: Home, servers: list[ScriptedServer]
+) -> None:
+    """llama-server started without --jinja answers a request with tools by an error
+    ("tools param requires --jinja flag"); the request is made again with the tools in the
+    prompt, and later ones go that way at once."""
+    from tests.scripted_server import error
+
+    server = serve(8192)
+    servers.append(server)
+    point_at(home, server)
+    update_config(home, {"model": {"max_retries": 3}})  # a setting is not retried
+    server.add(
+        error(500, "tools param requires --jinja flag"),
+        reply('{"reply": "Hello."}'),
+        reply('{"reply": "Again."}'),
+    )
+    events = Recorder()
+    agent = Agent(home, source="test", listener=events, cwd=home.root, background_review=False)
+    assert agent.send("hi").reply == "Hello."
+    assert agent.send("once more").reply == "Again."
+    first, second, third = server.chat_requests()
+    assert first.get("tools") and "tools" not in second and "tools" not in third
+    assert second["response_format"]["type"] == "json_schema"
+    agent.close()

@@ -368,7 +368,16 @@ class OpenAICompatProvider:
     ) -> Reply:
         if tools and self.tool_mode() == "prompted":
             return self._prompted_chat(messages, tools, temperature, on_token, cancel)
-        return self._chat(messages, tools, temperature, on_token, cancel)
+        try:
+            return self._chat(messages, tools, temperature, on_token, cancel)
+        except ProviderError as exc:
+            # llama-server without --jinja refuses the tools field outright ("tools param
+            # requires --jinja flag"): the same fallback as a template without tools.
+            if not tools or exc.partial or "jinja" not in str(exc).lower():
+                raise
+            log.info("%s refuses tools without --jinja; tools go in the prompt", self.name)
+            self._prompted_tools = True
+            return self._prompted_chat(messages, tools, temperature, on_token, cancel)
 
     def _prompted_chat(
         self,
@@ -589,6 +598,8 @@ class OpenAICompatProvider:
             kind, advice = self._status_advice(status)
             if status == 400 and "context" in detail.lower():
                 self._context_stale = True  # "exceeds the context size": ask again next time
+            if "jinja" in detail.lower():
+                kind = "bad_request"  # a server setting, not a passing failure: no retries
             return _Failed(
                 ProviderError(
                     kind, f"{where} answered HTTP {status}: {detail}; {advice}", status=status
