@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.compression import CompressionAborted, Compressor, needs_compression
+from engine.compression import (
+    CompressionAborted,
+    Compressor,
+    estimate_tokens,
+    message_tokens,
+    needs_compression,
+)
 from engine.config import Config, load_config
 from engine.home import Home
 from engine.memory import tool as memory_tool
@@ -40,10 +46,13 @@ from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionInfo, SessionStore
 from engine.skills import propose_skill_message, skill_tools, skills_index
 from engine.tools import Tool, ToolOutcome, ToolRegistry
+from engine.window import WindowBudget, schema_tokens
 
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
+# Offered even in the smallest window: what Cairn's memory depends on.
+CORE_TOOLS = frozenset({"memory", "session_search"})
 COMPRESS_RETRY_TURNS = 3
 
 
@@ -106,6 +115,8 @@ class TurnResult:
     iterations: int = 0
     tool_calls: int = 0
     outcomes: list[ToolOutcome] = field(default_factory=list)
+    # The reply stopped at the model's length limit (finish_reason "length"), not at its end.
+    truncated: bool = False
 
 
 # -- the agent -------------------------------------------------------------------------------
@@ -183,6 +194,9 @@ class Agent:
         self.search_tool = sessions_tool.SessionSearchTool(SessionSearch(self.store))
         self._memory_tool = memory_tool.MemoryTool(self.memory)
         self.tools = self._registry()
+        # Notices about the window said once per agent, not at every prompt rebuild.
+        self._window_said: set[str] = set()
+        self.budget: WindowBudget | None = None
         self.prompt: SystemPrompt = self._build_prompt()
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "start"))
@@ -258,22 +272,142 @@ class Agent:
             return 8192
         return self.provider.context_length
 
+    def _window_known(self) -> bool:
+        """False when the window is only the 8,192 default (the server did not say, as most
+        cloud APIs do not): then nothing is shortened or refused on its account."""
+        if self.config.model.context_length:
+            return True
+        if self._provider is None and not self.has_model:
+            return False
+        return getattr(self.provider, "context_source", "config") != "default"
+
     def _build_prompt(self) -> SystemPrompt:
         # What the frozen prompt holds, kept so a client can show what changed on disk since.
         self.memory_at_start = self._entries_now()
-        prompt = build_system_prompt(
+        window = self._context_length()
+        known = self._window_known()
+        # Full; in a small window the compact persona, guidance and schemas; in a tiny one
+        # only the core tools besides (no skills): the first form that fits is used.
+        forms = ((False, False), (True, False), (True, True)) if known else ((False, False),)
+        for compact, core_only in forms:
+            prompt = self._assemble_prompt(window, compact=compact, core_only=core_only)
+            budget = WindowBudget.measure(
+                window,
+                prompt.text,
+                self._schemas_for(compact, core_only),
+                compact=compact,
+                core_only=core_only,
+                known=known,
+            )
+            if not budget.wants_smaller:
+                break
+        for warning in prompt.warnings:
+            self._emit(Notice("info", warning))
+        self.budget = budget
+        self._announce_window(budget)
+        return prompt
+
+    def _assemble_prompt(self, window: int, *, compact: bool, core_only: bool) -> SystemPrompt:
+        return build_system_prompt(
             self.home,
             self.config,
             memory=self.memory,
-            tool_names=self.tools.names(),
-            context_length=self._context_length(),
+            tool_names=self._offered_names(core_only),
+            context_length=window,
             cwd=self.cwd,
-            skills_index=self._skills_index(),
+            skills_index="" if core_only else self._skills_index(),
             provider_block=self.external_memory.prompt_block() if self.external_memory else "",
+            compact=compact,
         )
-        for warning in prompt.warnings:
-            self._emit(Notice("info", warning))
-        return prompt
+
+    def _offered_names(self, core_only: bool) -> list[str]:
+        names = self.tools.names()
+        return [n for n in names if n in CORE_TOOLS] if core_only else names
+
+    def _schemas_for(self, compact: bool, core_only: bool) -> list[dict[str, Any]]:
+        offered = set(self._offered_names(core_only))
+        return [s for s in self.tools.schemas(compact=compact) if s.get("name") in offered]
+
+    def _announce_window(self, budget: WindowBudget) -> None:
+        if not budget.known:
+            return
+        if not budget.fits:
+            key = f"small:{budget.window}"
+            if key not in self._window_said:
+                self._window_said.add(key)
+                self._emit(Notice("error", budget.too_small()))
+        elif budget.compact and "compact" not in self._window_said:
+            self._window_said.add("compact")
+            skills = "; skills are not offered" if budget.core_only else ""
+            self._emit(
+                Notice(
+                    "info",
+                    f"small model window ({budget.window:,} tokens): using a trimmed persona "
+                    f"and compact tool descriptions{skills}; {budget.figures()}",
+                )
+            )
+
+    @property
+    def window(self) -> WindowBudget:
+        assert self.budget is not None  # set by the first _build_prompt
+        return self.budget
+
+    def _schemas(self) -> list[dict[str, Any]]:
+        return self._schemas_for(self.window.compact, self.window.core_only)
+
+    def _refresh_window(self) -> None:
+        """Measure again when the model's window changed (a server restarted with another
+        context size): the prompt stays frozen until the next session, the budget follows
+        the window at once."""
+        window = self._context_length()
+        old = self.window
+        known = self._window_known()
+        if window == old.window and known == old.known:
+            return
+        self.budget = WindowBudget.measure(
+            window,
+            self.prompt.text,
+            self._schemas_for(old.compact, old.core_only),
+            compact=old.compact,
+            core_only=old.core_only,
+            known=known,
+        )
+        if not known:
+            return
+        self._emit(
+            Notice("info", f"the model's window is now {window:,} tokens (was {old.window:,})")
+        )
+        if self.budget.wants_smaller or (not self.budget.fits and not old.core_only):
+            # The frozen prompt no longer fits the smaller window: a shorter form of it is
+            # the only way the conversation can go on (the session keeps its first prompt).
+            log.info("window shrank from %d to %d: rebuilding the prompt", old.window, window)
+            self.prompt = self._build_prompt()
+            return
+        self._announce_window(self.budget)
+
+    def _message_problem(self, text: str) -> str | None:
+        """Why ``text`` cannot be sent at all in this window (before it is stored)."""
+        budget = self.window
+        if not budget.known:
+            return None
+        if not budget.fits:
+            # The figures were said when the session started; this one is short.
+            return (
+                f"nothing was sent: the model's window ({budget.window:,} tokens) is too small "
+                f"for what every request carries (~{budget.fixed_tokens + budget.reply_tokens:,}"
+                " tokens with the reply); start the server with a larger context or choose "
+                "another model (`cairn model`)"
+            )
+        tokens = message_tokens({"role": "user", "content": text})
+        if tokens <= budget.room:
+            return None
+        fits_chars = max(0, budget.room - 8) * 4
+        return (
+            f"this message is ~{tokens:,} tokens; the model's window ({budget.window:,} "
+            f"tokens) leaves ~{budget.room:,} for the conversation after what every request "
+            f"carries ({budget.figures()}). Shorten it to under ~{fits_chars:,} characters or "
+            "split it, or use a model with a larger window; nothing was sent or stored"
+        )
 
     def _entries_now(self) -> dict[str, list[str]]:
         entries = {}
@@ -372,6 +506,13 @@ class Agent:
             result.error, result.error_kind = str(exc), exc.kind
             self._emit(Notice("error", str(exc)))
             return result
+        self._refresh_window()
+        problem = self._message_problem(text)
+        if problem is not None:
+            result.error, result.error_kind = problem, "context"
+            self._emit(Notice("error", problem))
+            return result
+        self._say_tool_mode(provider)
         self._memory_tool.begin_turn()
         for repair in _unanswered(self.messages):
             self._record(repair)
@@ -380,6 +521,7 @@ class Agent:
         limit = self.config.agent.max_iterations
         seen_calls: set[tuple[str, str]] = set()
         offer_tools = True
+        compressed_for_size = False
         while True:
             if result.iterations >= limit:
                 result.error = (
@@ -398,10 +540,27 @@ class Agent:
             if nudge and "skill_manage" in self.tools:
                 # Sent with the request that will likely write the final reply, never stored.
                 request.append({"role": "system", "content": nudge})
+            tools = self._schemas() if offer_tools else None
+            request_tokens = estimate_tokens(request)
+            if not self.window.fits_request(request_tokens, schema_tokens(tools)):
+                # Checked here, not learnt from an HTTP 400: compress once, then say so.
+                retry_ok = self.user_turns >= self._compress_again_at_turn
+                if not compressed_for_size and retry_ok and self.compress(requested=False):
+                    compressed_for_size = True
+                    continue
+                result.error = (
+                    f"this conversation (~{request_tokens + schema_tokens(tools):,} tokens "
+                    f"with the system prompt and tools) does not fit the model's "
+                    f"{self.window.window:,}-token window even after compression; nothing was "
+                    "sent. Send /compress to summarise more of it or /new to start afresh"
+                )
+                result.error_kind = "context"
+                self._emit(Notice("error", result.error))
+                break
             try:
                 reply = provider.chat(
                     request,
-                    tools=self.tools.schemas() if offer_tools else None,
+                    tools=tools,
                     temperature=self.config.model.temperature,
                     on_token=lambda piece: self._emit(TokenReceived(piece)),
                     cancel=self._cancel,
@@ -422,6 +581,16 @@ class Agent:
                 break
             self._record(reply.to_message())
             result.reply = reply.content
+            if reply.finish_reason == "length":
+                # The model stopped at its output limit, not at the end of what it meant.
+                result.truncated = True
+                self._emit(
+                    Notice(
+                        "info",
+                        "the reply was cut at the model's length limit; send `continue` "
+                        "to get the rest",
+                    )
+                )
             if not reply.tool_calls:
                 break
             calls = {(c.name, " ".join(c.arguments.split())) for c in reply.tool_calls}
@@ -442,6 +611,23 @@ class Agent:
             if self.review is not None:
                 self.review.after_turn()
         return result
+
+    def _say_tool_mode(self, provider: ChatProvider) -> None:
+        """Tell the user, once, when the server cannot take tools the usual way."""
+        mode = getattr(provider, "tool_mode", None)
+        if "tool_mode" in self._window_said or not callable(mode) or not len(self.tools.names()):
+            return
+        self._window_said.add("tool_mode")
+        if mode() == "prompted":
+            self._emit(
+                Notice(
+                    "provider",
+                    "the model server's chat template has no tool support and would drop "
+                    "Cairn's tools (memory, session_search): they are described in the prompt "
+                    "instead, with replies held to a JSON schema. A template with tool "
+                    "support (llama-server --jinja --chat-template-file …) works better",
+                )
+            )
 
     def _request_messages(self, query: str) -> list[ChatMessage]:
         """What the model is sent: the frozen prompt and the conversation, with the external
@@ -515,14 +701,17 @@ class Agent:
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
 
-    def close(self, review_timeout: float = 30.0, provider_timeout: float = 5.0) -> None:
-        """End the session; a background review still running gets ``review_timeout``
-        seconds to finish (its writes are atomic either way), the external memory provider
-        ``provider_timeout`` seconds to finish its queued work and shut down."""
+    def close(
+        self, review_timeout: float = 30.0, provider_timeout: float = 5.0, reason: str = "closed"
+    ) -> None:
+        """End the session (``reason`` is stored as its end reason: ``closed``, or ``signal``
+        when a stop signal ended the process); a background review still running gets
+        ``review_timeout`` seconds to finish (its writes are atomic either way), the external
+        memory provider ``provider_timeout`` seconds to finish its queued work and shut down."""
         if self.review is not None:
             self.review.wait(timeout=review_timeout)
         if self.session is not None and self.session.ended_at is None:
-            self.store.end_session(self.session_id, "closed")
+            self.store.end_session(self.session_id, reason)
             self.session = self.session.model_copy(update={"ended_at": time.time()})
             if self.external_memory is not None:
                 self.external_memory.session_ended(self.messages)
@@ -536,7 +725,11 @@ class Agent:
             return
         context = self._context_length()
         if needs_compression(
-            self.prompt.text, self.messages, context, self.config.compression.threshold
+            self.prompt.text,
+            self.messages,
+            context,
+            self.config.compression.threshold,
+            reserved_tokens=self.window.reserved_tokens,
         ) and not self.compress(requested=False):
             self._compress_again_at_turn = self.user_turns + COMPRESS_RETRY_TURNS
 
@@ -568,6 +761,7 @@ class Agent:
                 make_provider(self.config, "compression"),
                 threshold=self.config.compression.threshold,
                 context_length=self._context_length(),
+                reserved_tokens=self.window.reserved_tokens,
             )
             outcome = compressor.compress(
                 self.prompt.text,
@@ -586,7 +780,7 @@ class Agent:
         old_id, child_id = self.session_id, uuid.uuid4().hex
         # Everything the child needs is written before anything is switched, so a failure
         # here leaves the running session exactly as it was.
-        before = self.memory_at_start
+        before, budget_before = self.memory_at_start, self.budget
         try:
             prompt = self._build_prompt()  # rebuilt: memory written this session now shows
             child = self.store.create_session(
@@ -599,7 +793,7 @@ class Agent:
             )
             self.store.append(child_id, [_stored(m) for m in outcome.messages])
         except Exception as exc:
-            self.memory_at_start = before
+            self.memory_at_start, self.budget = before, budget_before
             log.exception("could not start the compressed session")
             with contextlib.suppress(Exception):
                 self.store.delete_session(child_id)
@@ -618,8 +812,7 @@ class Agent:
         self._emit(
             Notice(
                 "compression",
-                f"compressed {outcome.summarised} messages into a summary{how}; "
-                f"continuing in session {self.session_id[:8]}",
+                f"compressed {outcome.summarised} messages into a summary{how}",
                 outcome.summary,
             )
         )

@@ -12,12 +12,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.config import load_config, update_config
+from engine.config import ConfigError, load_config, update_config
 
 if TYPE_CHECKING:
     from engine.agent import Agent, AgentEvent, TurnResult
@@ -30,13 +34,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     model = sub.add_parser("model", parents=[common], help="show or choose the model")
     cmds = model.add_subparsers(dest="model_command", metavar="ACTION")
-    model.set_defaults(handler=_model_show)
+    model.set_defaults(handler=_model_overview)
     show = cmds.add_parser("show", parents=[common], help="the configured model (default)")
     show.set_defaults(handler=_model_show)
     use = cmds.add_parser("set", parents=[common], help="use an OpenAI-compatible endpoint")
     use.add_argument(
         "--provider",
-        help="openai (any OpenAI-compatible server; the default with --base-url) or local",
+        help="openai (any OpenAI-compatible server; the default with --base-url), embedded "
+        "(llama.cpp in this process, the `embedded` extra) or local",
     )
     use.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1")
     use.add_argument("--model", dest="model_name", help="model name as the server knows it")
@@ -88,7 +93,9 @@ class _Printer:
             if event.kind == "memory" and self.notifications == "off":
                 return
             self._line(event.text, self.err if event.kind == "error" else self.out)
-            if event.detail and (event.kind != "memory" or self.notifications == "verbose"):
+            # A compression's summary is for the model; the terminal gets the one line.
+            quiet = event.kind in ("memory", "compression")
+            if event.detail and (not quiet or self.notifications == "verbose"):
                 self._line(event.detail)
         elif isinstance(event, SessionStarted) and event.reason == "compression":
             self._line(f"  (continuing in session {event.session_id[:8]})")
@@ -108,8 +115,71 @@ class _Printer:
         self.out.flush()
 
 
-def _send(agent: Agent, line: str) -> TurnResult:
-    """Run one turn on a worker thread; Ctrl-C stops the reply, not the program."""
+# -- stopping on signals ------------------------------------------------------------------
+
+# SIGTERM (``kill``, ``timeout``, systemd, a desktop logout) and SIGHUP (the terminal went
+# away) stop a reply the way Ctrl-C does: the partial reply is stored and the session ended.
+STOP_SIGNALS = tuple(
+    sig for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if sig
+)
+# How long a stopped turn may take to wind down (store the partial reply, answer a tool's
+# stop) before the process gives up on it; a supervisor's SIGKILL usually follows at 5-90 s.
+STOP_GRACE_SECONDS = 5.0
+# A background review still running when a signal stops the chat gets this long.
+SIGNAL_REVIEW_GRACE_SECONDS = 2.0
+
+
+class _Terminated(BaseException):
+    """Raised on the main thread by a stop signal, like KeyboardInterrupt for SIGINT."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """Turns the stop signals into :class:`_Terminated` on the main thread, once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._armed = False
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def exit_code(self) -> int:
+        # The shell's convention for "ended by signal N".
+        return 128 + (self.received or 0)
+
+    def _raise(self, signum: int, frame: FrameType | None) -> None:
+        first = self.received is None
+        self.received = self.received or signum
+        if first and self._armed:
+            self._armed = False  # a second signal must not cut into the cleanup it started
+            raise _Terminated(signum)
+
+    def disarm(self) -> None:
+        """Further signals are noted, never raised: cleanup is running."""
+        self._armed = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Signals]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # only the main thread may set handlers (a test calling main())
+            return
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._raise)
+        self._armed = True
+        try:
+            yield self
+        finally:
+            self._armed = False
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+
+
+def _send(agent: Agent, line: str, signals: _Signals | None = None) -> TurnResult:
+    """Run one turn on a worker thread; Ctrl-C (or a stop signal) stops the reply, not the
+    program: the turn winds down on its own thread and stores what had streamed."""
     from engine.agent import TurnResult
 
     box: dict[str, TurnResult] = {}
@@ -124,11 +194,18 @@ def _send(agent: Agent, line: str) -> TurnResult:
     threading.Thread(target=work, daemon=True).start()
     # An Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread looking
     # finished while it still runs.
+    deadline: float | None = None
     while not done.is_set():
         try:
             done.wait(0.1)
         except KeyboardInterrupt:
             agent.cancel()
+        except _Terminated:
+            agent.cancel()
+        if deadline is None and signals is not None and signals.received is not None:
+            deadline = time.monotonic() + STOP_GRACE_SECONDS
+        if deadline is not None and time.monotonic() > deadline:
+            break
     return box.get("r", TurnResult(error="the reply failed unexpectedly", error_kind="internal"))
 
 
@@ -139,19 +216,32 @@ def _chat(args: argparse.Namespace) -> int:
     config = load_config(home)
     printer = _Printer(sys.stdout, sys.stderr, config.display.memory_notifications)
     quiet_json = bool(args.json and args.query is not None)
-    agent = Agent(
-        home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
-    )
-    try:
-        if args.query is not None:
-            return _one_shot(agent, args.query, args.json, printer)
-        return _repl(agent, printer)
-    finally:
-        agent.close()
-        printer.flush_held()
+    signals = _Signals()
+    agent: Agent | None = None
+    with signals.installed():
+        try:
+            agent = Agent(
+                home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
+            )
+            if args.query is not None:
+                return _one_shot(agent, args.query, args.json, printer, signals)
+            return _repl(agent, printer, signals)
+        except _Terminated:
+            return signals.exit_code  # before a turn started, or at the prompt
+        finally:
+            signals.disarm()
+            if agent is not None:
+                stopped = signals.received is not None
+                agent.close(
+                    review_timeout=SIGNAL_REVIEW_GRACE_SECONDS if stopped else 30.0,
+                    reason="signal" if stopped else "closed",
+                )
+            # The terminal may be gone (SIGHUP): what could not be printed is in the store.
+            with contextlib.suppress(OSError):
+                printer.flush_held()
 
 
-def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
+def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals: _Signals) -> int:
     from engine.commands import as_message, is_command, run_command
 
     if is_command(text):
@@ -167,24 +257,31 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer) -> int:
         else:
             print(outcome.text)
         return 0 if outcome.ok else 1
-    result = _send(agent, as_message(text))
-    printer.end_reply()
-    printer.flush_held()
-    if as_json:
-        payload: dict[str, Any] = {
-            "ok": result.error is None,
-            "reply": result.reply,
-            "session_id": agent.session_id,
-            "tool_calls": [o.summary for o in result.outcomes],
-            "cancelled": result.cancelled,
-        }
-        if result.error:
-            payload.update(error=result.error_kind, message=result.error)
-        print(json.dumps(payload, ensure_ascii=False))
+    result = _send(agent, as_message(text), signals)
+    signals.disarm()
+    with contextlib.suppress(OSError):
+        printer.end_reply()
+        printer.flush_held()
+        if as_json:
+            payload: dict[str, Any] = {
+                "ok": result.error is None and not result.cancelled,
+                "reply": result.reply,
+                "session_id": agent.session_id,
+                "tool_calls": [o.summary for o in result.outcomes],
+                "cancelled": result.cancelled,
+                "truncated": result.truncated,
+            }
+            if result.error:
+                payload.update(error=result.error_kind, message=result.error)
+            print(json.dumps(payload, ensure_ascii=False))
+    if signals.received is not None:
+        return signals.exit_code
+    if result.cancelled:
+        return 130  # Ctrl-C: the shell's code for SIGINT
     return 0 if result.error is None else 1
 
 
-def _repl(agent: Agent, printer: _Printer) -> int:
+def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
     from engine.commands import as_message, is_command, run_command
 
     with contextlib.suppress(ImportError):  # ↑ recalls earlier prompts where available
@@ -203,7 +300,13 @@ def _repl(agent: Agent, printer: _Printer) -> int:
         if is_command(line.strip()):
             print(run_command(agent, line.strip()).text)
             continue
-        result = _send(agent, as_message(line))
+        result = _send(agent, as_message(line), signals)
+        if signals.received is not None:
+            signals.disarm()
+            with contextlib.suppress(OSError):
+                printer.end_reply()
+                print("  (stopped: the chat was asked to end)")
+            return signals.exit_code
         printer.end_reply()
         if result.cancelled:
             print("  (stopped)")
@@ -211,6 +314,24 @@ def _repl(agent: Agent, printer: _Printer) -> int:
 
 
 # -- model -----------------------------------------------------------------------------------
+
+
+NEXT_COMMANDS = """\
+next:
+  cairn chat                        talk to the model in the terminal (cairn gui: the window)
+  cairn model detect --use          find a model server on this machine and use it
+  cairn model set --base-url URL --model NAME [--api-key-env VARIABLE]
+                                    use any OpenAI-compatible server
+  cairn model set --context-length N
+                                    override the window the server reports"""
+
+
+def _model_overview(args: argparse.Namespace) -> int:
+    """``cairn model`` alone: what is configured, and what to run next."""
+    code = _model_show(args)
+    if not args.json:
+        print(NEXT_COMMANDS)
+    return code
 
 
 def _model_show(args: argparse.Namespace) -> int:
@@ -223,21 +344,55 @@ def _model_show(args: argparse.Namespace) -> int:
         "ok": True,
         **model.model_dump(include=set(type(model).model_fields)),
     }
+    lines: list[str] = []
     try:
         provider = make_provider(config)
         payload["name"] = provider.name
-        text = f"{provider.name} (provider {model.provider})"
+        lines.append(f"model: {provider.name} (provider {model.provider})")
+        window = provider.context_length
+        source = getattr(provider, "context_source", None) or (
+            "config" if model.context_length else "default"
+        )
+        payload["context_window"] = window
+        payload["context_source"] = source
+        said = {
+            "config": "from config.yaml",
+            "server": "as the server reports it",
+            "default": "a default: the server did not say",
+        }.get(source, source)
+        lines.append(f"window: {window:,} tokens ({said})")
     except ProviderError as exc:
         payload.update(ok=False, message=str(exc))
-        text = str(exc)
+        lines.append("no model is configured" if model.provider == "none" else str(exc))
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, default=str))
     else:
-        print(text)
+        print("\n".join(lines))
     return 0 if payload["ok"] else 1
 
 
 def _model_set(args: argparse.Namespace) -> int:
+    from engine.providers.secrets import looks_like_secret, refuse_secret_message
+
+    if args.api_key_env is not None and looks_like_secret(args.api_key_env):
+        # Checked before anything is written: config.yaml must never hold the key.
+        raise ConfigError(refuse_secret_message())
+    chosen = (args.provider or "").strip().lower()
+    if chosen == "local":
+        import importlib.util
+
+        from engine.providers.local import INSTALL_HINT
+
+        if importlib.util.find_spec("llama_cpp") is None:  # said now, not at the first message
+            raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+    if chosen == "embedded":
+        from engine.providers import ProviderError
+        from engine.providers.embedded import EmbeddedProvider
+
+        try:  # said now, not at the first message
+            EmbeddedProvider(args.gguf).check()
+        except ProviderError as exc:
+            raise ConfigError(str(exc)) from exc
     patch: dict[str, Any] = {}
     if args.provider is not None:
         patch["provider"] = args.provider
@@ -261,7 +416,7 @@ def _model_set(args: argparse.Namespace) -> int:
 
 
 def _model_detect(args: argparse.Namespace) -> int:
-    from engine.providers.detect import detect_local_servers
+    from engine.providers.detect import clean_model_name, detect_local_servers
 
     found = detect_local_servers()
     if args.json:
@@ -281,8 +436,9 @@ def _model_detect(args: argparse.Namespace) -> int:
             "context_length": None,
         }
         if server.models:
-            patch["model"] = server.models[0]
+            patch["model"] = clean_model_name(server.models[0])
         update_config(args.home_path, {"model": patch})
         if not args.json:
-            print(f"using {server.name} at {server.base_url}")
+            chosen = f", model {patch['model']}" if "model" in patch else ""
+            print(f"using {server.name} at {server.base_url}{chosen}")
     return 0 if found else 1

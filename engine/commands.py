@@ -93,7 +93,8 @@ def _compress(agent: Agent, args: list[str]) -> CommandResult:
         return CommandResult(False, "session not compressed (see the notice above)")
     return CommandResult(
         True,
-        f"compressed; continuing in session {agent.session_id[:8]} (parent {before[:8]})",
+        # The new session's id is announced with the session change itself.
+        f"compressed; the earlier part stays in session {before[:8]}",
         {"parent_session_id": before, "session_id": agent.session_id},
         "compressed",
     )

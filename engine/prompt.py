@@ -131,6 +131,23 @@ _TOOL_GUIDANCE = {
     "session_search": _SESSION_SEARCH_GUIDANCE,
 }
 
+# The same, for a window too small for the full text (``compact``): the rules that keep memory
+# sound, without the examples.
+_COMPACT_TOOL_GUIDANCE = {
+    "memory": (
+        "memory: save durable facts (user corrections, preferences, environment) as short "
+        "statements; never task progress or secrets. Above 80% of a store, merge or remove "
+        "entries first. Writes show in this prompt from the next session."
+    ),
+    "session_search": (
+        "session_search: search past conversations when the user refers to earlier work."
+    ),
+}
+# In compact mode the persona is its first paragraph, at most this long, and the skills index
+# at most this long: a small window needs its tokens for the conversation.
+COMPACT_PERSONA_MAX_CHARS = 400
+COMPACT_SKILLS_MAX_CHARS = 400
+
 
 class SystemPrompt(BaseModel):
     """One session's system prompt and how it was made.
@@ -181,20 +198,29 @@ def build_system_prompt(
     skills_index: str = "",
     provider_block: str = "",
     now: datetime | None = None,
+    compact: bool = False,
 ) -> SystemPrompt:
     """Assemble the system prompt for a session starting now.
 
     ``cwd`` is where the project context file is looked for (default: the process's current
-    folder); ``now`` supplies the date (default: the local clock).
+    folder); ``now`` supplies the date (default: the local clock). ``compact`` (a small
+    window) trims the persona to its first paragraph, the tool guidance to one line a tool
+    and the skills index to its start; memory and the project context are as always.
     """
     warnings: list[str] = []
 
     persona, persona_file = _persona(home, warnings)
+    if compact:
+        persona = _first_paragraph(persona, COMPACT_PERSONA_MAX_CHARS)
     stable_sections = [_section("persona", persona)]
     present = set(tool_names)
-    guidance = [text for name, text in _TOOL_GUIDANCE.items() if name in present]
+    table = _COMPACT_TOOL_GUIDANCE if compact else _TOOL_GUIDANCE
+    guidance = [text for name, text in table.items() if name in present]
     if guidance:
         stable_sections.append(_section("tool_guidance", "\n\n".join(guidance)))
+    if compact and len(skills_index) > COMPACT_SKILLS_MAX_CHARS:
+        cut = skills_index[:COMPACT_SKILLS_MAX_CHARS].rsplit("\n", 1)[0]
+        skills_index = cut + "\n[… more skills: skill_view lists them all]"
     if skills_index.strip():
         stable_sections.append(_section("skills_index", skills_index))
     stable = "\n\n".join(stable_sections)
@@ -262,6 +288,17 @@ def _defuse_tags(text: str) -> str:
 
 def _section(tag: str, body: str) -> str:
     return f"<{tag}>\n{_defuse_tags(_tidy(body))}\n</{tag}>"
+
+
+def _first_paragraph(text: str, cap: int) -> str:
+    """The first paragraph of ``text``, cut at a sentence end within ``cap`` characters."""
+    first = text.strip().split("\n\n", 1)[0]
+    first = " ".join(first.split())
+    if len(first) <= cap:
+        return first
+    cut = first[:cap]
+    end = cut.rfind(". ")
+    return cut[: end + 1] if end > cap // 3 else cut.rstrip() + "…"
 
 
 def _quoted(path: Path) -> str:

@@ -68,6 +68,46 @@ def _generic_summary(name: str, result: dict[str, Any]) -> str:
     return f"{name}: done"
 
 
+# A compact description keeps the first sentence, at most this long.
+COMPACT_DESCRIPTION_CHARS = 120
+# Keys of a JSON schema that only explain; the model still gets every name, type and enum.
+_EXPLANATORY_KEYS = frozenset({"description", "examples", "title", "default"})
+
+
+def _first_sentence(text: str, cap: int) -> str:
+    text = " ".join(text.split())
+    end = text.find(". ")
+    sentence = text[: end + 1] if 0 <= end < cap else text
+    return sentence if len(sentence) <= cap else sentence[: cap - 1].rstrip() + "…"
+
+
+def _strip_explanations(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strip_explanations(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties" and isinstance(value, dict):
+            # Parameter names, not schema keys: a parameter may be called "description".
+            out[key] = {name: _strip_explanations(sub) for name, sub in value.items()}
+        elif key not in _EXPLANATORY_KEYS:
+            out[key] = _strip_explanations(value)
+    return out
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` for a small window: the description cut to its first sentence, the
+    parameters without their descriptions, defaults and examples (names, types, enums and
+    required fields stay, so every call the full schema allows is still well formed)."""
+    compact = dict(schema)
+    if isinstance(compact.get("description"), str):
+        compact["description"] = _first_sentence(compact["description"], COMPACT_DESCRIPTION_CHARS)
+    if isinstance(compact.get("parameters"), dict):
+        compact["parameters"] = _strip_explanations(compact["parameters"])
+    return compact
+
+
 class ToolRegistry:
     def __init__(self, tools: Sequence[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -94,7 +134,11 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self, compact: bool = False) -> list[dict[str, Any]]:
+        """Every tool's schema; ``compact`` (a small window) in the short form of
+        :func:`compact_schema`."""
+        if compact:
+            return [compact_schema(tool.schema) for tool in self._tools.values()]
         return [tool.schema for tool in self._tools.values()]
 
     def __contains__(self, name: object) -> bool:

@@ -33,6 +33,8 @@ class Step:
     chunk_delay: float = 0.0
     cut_after: int = 0
     usage: dict[str, int] | None = None
+    # The finish_reason sent (default: "tool_calls" with calls, else "stop").
+    finish: str | None = None
 
 
 def reply(
@@ -41,8 +43,16 @@ def reply(
     chunks: list[str] | None = None,
     chunk_delay: float = 0.0,
     usage: dict[str, int] | None = None,
+    finish: str | None = None,
 ) -> Step:
-    return Step("reply", content=content, chunks=chunks, chunk_delay=chunk_delay, usage=usage)
+    return Step(
+        "reply",
+        content=content,
+        chunks=chunks,
+        chunk_delay=chunk_delay,
+        usage=usage,
+        finish=finish,
+    )
 
 
 def tool_calls(*calls: tuple[str, Any], content: str = "") -> Step:
@@ -85,16 +95,29 @@ Responder = Callable[[dict[str, Any]], Step | None]
 
 
 class ScriptedServer:
-    def __init__(self, model: str = "scripted-model", context_length: int = 8192) -> None:
+    def __init__(
+        self,
+        model: str = "scripted-model",
+        context_length: int = 8192,
+        *,
+        port: int = 0,
+        props: dict[str, Any] | None = None,
+        advertise_window: bool = True,
+    ) -> None:
+        """``port`` 0 picks a free one (a test restarting "the same server" passes the
+        first one's); ``props`` replaces llama.cpp's ``/props`` answer; with
+        ``advertise_window`` False the server says nothing of its window (as cloud APIs)."""
         self.model = model
         self.context_length = context_length
+        self.props = props
+        self.advertise_window = advertise_window
         self.requests: list[dict[str, Any]] = []
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
         # Consulted before the queue: returns a step for requests it recognises (a summariser
         # call, a background review) so those do not need a place in the main script.
         self.responders: list[Responder] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -160,24 +183,21 @@ class ScriptedServer:
                 with server._lock:
                     server.requests.append({"_path": self.path, "_method": "GET"})
                 if self.path.rstrip("/").endswith("/models"):
-                    self._json(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": server.model,
-                                    "object": "model",
-                                    "owned_by": "scripted",
-                                    "context_length": server.context_length,
-                                }
-                            ],
-                        },
-                    )
+                    entry: dict[str, Any] = {
+                        "id": server.model,
+                        "object": "model",
+                        "owned_by": "scripted",
+                    }
+                    if server.advertise_window:
+                        entry["context_length"] = server.context_length
+                    self._json(200, {"object": "list", "data": [entry]})
+                elif self.path.rstrip("/").endswith("/props") and not server.advertise_window:
+                    self._json(404, {"error": {"message": "not found"}})
                 elif self.path.rstrip("/").endswith("/props"):
-                    self._json(
-                        200, {"default_generation_settings": {"n_ctx": server.context_length}}
-                    )
+                    props = server.props or {
+                        "default_generation_settings": {"n_ctx": server.context_length}
+                    }
+                    self._json(200, props)
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 
@@ -290,7 +310,7 @@ class ScriptedServer:
                             }
                         )
                     )
-                finish = "tool_calls" if step.tool_calls else "stop"
+                finish = step.finish or ("tool_calls" if step.tool_calls else "stop")
                 self._event(self._chunk({}, finish=finish))
                 usage = step.usage or {"prompt_tokens": 10, "completion_tokens": 5}
                 self._event(

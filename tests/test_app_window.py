@@ -215,3 +215,42 @@ def test_the_journey_view_is_made_when_its_dock_first_opens(
     assert window.journey.bundle is not None
     assert [c.text for c in window.journey.bundle.journey.chunks] == ["Deploys go through CI"]
     window.close()
+
+
+def test_sigterm_closes_the_app_and_keeps_the_partial_reply(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    """A logout or `kill` while a reply streams into the window (a real process, a real
+    SIGTERM): the window closes as its close button would, the partial reply is stored, the
+    session is ended, and the exit code says a signal ended it."""
+    import os
+    import signal
+
+    from tests.test_chat_cli import _read_until
+
+    scripted.add(reply(" ".join(f"w{i}" for i in range(400)), chunk_delay=0.05))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.gui_signal_child", str(model_home.root), "a long story"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen"},
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        _read_until(proc.stdout, "STREAMING", timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read().decode()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    store = SessionStore.open(model_home)
+    (session,) = store.list_sessions()
+    messages = store.messages(session.id)
+    assert [m.role for m in messages] == ["user", "assistant"], err
+    assert messages[1].content.startswith("w0") and "w399" not in messages[1].content
+    assert session.ended_at is not None

@@ -197,12 +197,24 @@ def test_estimate_counts_text_tool_arguments_and_framing() -> None:
 
 
 def test_needs_compression_at_the_threshold() -> None:
+    """The threshold is a share of the room the messages have: the window less the system
+    prompt and what every request reserves (tool schemas, the reply)."""
     system = "s" * 396  # 4 + 99 tokens
-    # 10 messages of 4 + 100 tokens: 1,040 + 103 = 1,143 tokens in all.
+    # 10 messages of 4 + 100 tokens: 1,040 tokens, reaching half of a 2,080-token room.
     messages = [{"role": "user", "content": "x" * 400} for _ in range(10)]
-    assert needs_compression(system, messages, context_length=2286, threshold=0.5)
-    assert not needs_compression(system, messages, context_length=2288, threshold=0.5)
+    assert needs_compression(system, messages, context_length=2183, threshold=0.5)
+    assert not needs_compression(system, messages, context_length=2185, threshold=0.5)
     assert needs_compression(system, messages, context_length=1143, threshold=1.0)
+    # 500 tokens reserved for tools and the reply shrink the room by as much.
+    assert needs_compression(
+        system, messages, context_length=2683, threshold=0.5, reserved_tokens=500
+    )
+    assert not needs_compression(
+        system, messages, context_length=2685, threshold=0.5, reserved_tokens=500
+    )
+    # A fixed part larger than the window: nothing fits, so anything asks for compression.
+    assert needs_compression(system, messages[:1], context_length=600, threshold=0.5,
+                             reserved_tokens=600)  # fmt: skip
     assert not needs_compression("", [], context_length=1000, threshold=0.01)
     with pytest.raises(ValueError):
         needs_compression(system, messages, context_length=1000, threshold=0)

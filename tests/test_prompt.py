@@ -577,3 +577,54 @@ def test_date_defaults_to_today(build: Callable[..., SystemPrompt]) -> None:
     after = datetime.now().astimezone().date()
     assert line.startswith("Today's date: ")
     assert line[len("Today's date: ") :][:10] in {before.isoformat(), after.isoformat()}
+
+
+# -- a memory file far over its limit --------------------------------------------------------
+
+
+def _memory_section(prompt: SystemPrompt) -> str:
+    start = prompt.volatile.index("<memory_snapshot>")
+    return prompt.volatile[start : prompt.volatile.index("</memory_snapshot>") + 18]
+
+
+@pytest.mark.parametrize("shape", ["entries", "one_blob"])
+def test_an_over_budget_memory_file_is_not_sent_whole(
+    build: Callable[..., SystemPrompt], home: Home, shape: str
+) -> None:
+    """A 252 KB MEMORY.md (many entries, or one foreign blob with no delimiters) made a
+    237,000-character prompt. The block now carries at most a quarter of the limit beyond
+    it, and a marker says how much is withheld and how to consolidate."""
+    home.memories_dir.mkdir(parents=True)
+    if shape == "entries":
+        entries = [
+            f"Note {i}: the deploy host for service {i} is host-{i}.internal" for i in range(3760)
+        ]
+        text = "\n§\n".join(entries)
+    else:
+        text = "Imported notes from another tool without any delimiters. " * 4400
+    assert len(text) > 250_000  # about 252 KB
+    (home.memories_dir / "MEMORY.md").write_text(text, encoding="utf-8")
+    service = MemoryService(home, Config())
+    prompt = build(memory=service)
+    section = _memory_section(prompt)
+    limit = service.read(Target.MEMORY).limit
+    marker = re.search(r"\[… ([\d,]+) more characters of MEMORY\.md \(([\d,]+) entries", section)
+    assert marker is not None, section[-600:]
+    assert len(section) < limit * 1.25 + 1_000  # header, marker and framing included
+    shown = len(section) - len(marker.group(0))
+    withheld = int(marker.group(1).replace(",", ""))
+    # What is withheld plus what is shown accounts for the whole file, give or take framing.
+    assert abs(withheld + shown - len(text.strip())) < 1_000
+    assert "replace" in section and "remove" in section and "OVER BUDGET" in section
+    if shape == "entries":
+        assert "Note 0:" in section and "Note 3759:" not in section
+
+
+def test_a_memory_file_within_its_limit_is_shown_whole(
+    build: Callable[..., SystemPrompt], home: Home
+) -> None:
+    """Up to a quarter over the limit everything is still shown: no marker."""
+    service = MemoryService(home, Config())
+    service.write(Target.MEMORY, [{"action": "add", "content": "Deploys go through CI"}])
+    section = _memory_section(build(memory=service))
+    assert "Deploys go through CI" in section and "not shown" not in section

@@ -660,4 +660,6 @@ def test_local_provider_without_llama_cpp_says_what_to_install(
     with pytest.raises(ProviderError) as failure:
         LocalProvider(str(model_file)).chat(USER)
     assert failure.value.kind == "config"
-    assert "pip install 'cairn[local]'" in str(failure.value)
+    # The hint installs Cairn's own extra, never a same-named project from the index.
+    assert "pip install -e '.[local]'" in str(failure.value)
+    assert "cairn[local]" not in str(failure.value)

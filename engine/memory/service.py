@@ -22,7 +22,7 @@ from engine.memory.approval import (
     memory_payload,
     payload_operations,
 )
-from engine.memory.entries import Target, parse, percent, prompt_block, usage
+from engine.memory.entries import Target, parse, percent, prompt_block, prompt_view, usage
 from engine.memory.errors import MemoryToolError
 from engine.memory.history import History, MemoryEvent
 from engine.memory.operations import (
@@ -146,11 +146,13 @@ class MemoryService:
             except MemoryToolError as exc:
                 blocks.append(f"[{target.filename} could not be loaded: {exc.message}]")
                 continue
+            # Bounded first: a file far over its limit is neither scanned nor sent whole.
+            view = prompt_view(current.entries, current.limit)
             shown = []
-            for entry in current.entries:
+            for entry in view.entries:
                 verdict = threats.scan(entry)
                 shown.append(threats.placeholder(verdict) if verdict.blocked else entry)
-            block = prompt_block(target, shown, current.limit, chars=current.chars)
+            block = prompt_block(target, shown, current.limit, chars=current.chars, view=view)
             if block:
                 blocks.append(block)
         return "\n\n".join(blocks)

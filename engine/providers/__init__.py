@@ -70,6 +70,16 @@ def resolve_api_key(api_key_env: str | None) -> str | None:
     """
     if not api_key_env:
         return None
+    from engine.providers.secrets import looks_like_secret
+
+    if looks_like_secret(api_key_env):
+        # Written by hand or by another tool: never used as a name, never echoed back.
+        raise ProviderError(
+            "config",
+            "model.api_key_env in config.yaml holds what looks like a key, not the name of "
+            "an environment variable: remove it from the file, put the key in a variable "
+            "(export MY_API_KEY=<your key>) and run `cairn model set --api-key-env MY_API_KEY`",
+        )
     value = os.environ.get(api_key_env, "").strip()
     if not value:
         raise ProviderError(
@@ -109,6 +119,15 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
     where = "model" if task == "main" else f"auxiliary.{task} (or model)"
     if provider in ("", "none"):
         raise ProviderError("config", f"no model is configured: {_HOW_TO_CONFIGURE}")
+    if provider == "embedded":
+        from engine.providers.embedded import EmbeddedProvider
+
+        return EmbeddedProvider(
+            settings.gguf_path,
+            context_length=settings.context_length,
+            temperature=settings.temperature,
+            timeout=settings.timeout,
+        )
     if provider == "local":
         from engine.providers.local import LocalProvider
 

@@ -58,6 +58,16 @@ def http_json(
         return json.loads(response.read(4 * 1024 * 1024))
 
 
+def clean_model_name(name: str) -> str:
+    """A model id as a person would write it: llama.cpp lists its one model by the path it
+    was loaded from (``/models//SmolLM2-135M-Instruct-Q8_0.gguf``), which it accepts under
+    any name; its file name is the useful part."""
+    path = name.replace("\\", "/")
+    if "/" in path and path.lower().endswith(".gguf"):
+        return path.rstrip("/").rsplit("/", 1)[-1]
+    return name
+
+
 def _model_ids(payload: Any) -> list[str]:
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, list):
@@ -87,6 +97,8 @@ def _probe_openai_list(name: str) -> Callable[[str, float], DetectedServer | Non
                 return None
             path = str(props.get("model_path") or "")
             models = [path.replace("\\", "/").rsplit("/", 1)[-1]] if path else []
+        if name == LLAMA_CPP:
+            models = [clean_model_name(model) for model in models]
         return DetectedServer(name=name, base_url=f"{root}/v1", models=models)
 
     return probe

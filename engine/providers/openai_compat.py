@@ -42,6 +42,12 @@ from engine.providers.base import (
     Usage,
 )
 from engine.providers.detect import http_json
+from engine.providers.prompted_tools import (
+    ReplyStream,
+    plain_messages,
+    tool_schema,
+    translate_constrained,
+)
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +298,14 @@ class OpenAICompatProvider:
         self._api_key_env = api_key_env
         self._configured_context = context_length
         self._probed_context: int | None = None
+        # Set when the server went away or refused a request as too long: it may come back
+        # with another window (llama-server restarted with a different -c).
+        self._context_stale = False
+        self._context_found = False
         self._probe_lock = threading.Lock()
+        # None until asked: whether tools must be described in the prompt because the
+        # server's chat template would drop them (see tool_mode).
+        self._prompted_tools: bool | None = None
         # Cleared the first time a server refuses the option, so later calls skip the 400.
         self._send_stream_options = True
         self._client = openai.OpenAI(
@@ -322,6 +335,28 @@ class OpenAICompatProvider:
 
     # -- chat ----------------------------------------------------------------------------
 
+    # -- tools ---------------------------------------------------------------------------
+
+    def tool_mode(self) -> str:
+        """``native`` (the server's ``tools`` field) or ``prompted``: the server's chat
+        template cannot render tools (llama.cpp says so at ``/props``), so they are described
+        in the prompt and the reply is held to a JSON schema instead."""
+        if self._prompted_tools is None:
+            props = None
+            with contextlib.suppress(Exception):
+                props = http_json(
+                    f"{self.base_url.removesuffix('/v1')}/props",
+                    timeout=PROBE_TIMEOUT,
+                    headers={"Authorization": f"Bearer {self._api_key}"} if self._api_key else {},
+                    direct=is_loopback(self.base_url),
+                )
+            self._prompted_tools = template_drops_tools(props)
+            if self._prompted_tools:
+                log.info(
+                    "%s: the chat template has no tool support; tools go in the prompt", self.name
+                )
+        return "prompted" if self._prompted_tools else "native"
+
     def chat(
         self,
         messages: Sequence[ChatMessage],
@@ -331,7 +366,64 @@ class OpenAICompatProvider:
         on_token: TokenCallback | None = None,
         cancel: CancelToken | None = None,
     ) -> Reply:
-        request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if tools and self.tool_mode() == "prompted":
+            return self._prompted_chat(messages, tools, temperature, on_token, cancel)
+        try:
+            return self._chat(messages, tools, temperature, on_token, cancel)
+        except ProviderError as exc:
+            # llama-server without --jinja refuses the tools field outright ("tools param
+            # requires --jinja flag"): the same fallback as a template without tools.
+            if not tools or exc.partial or "jinja" not in str(exc).lower():
+                raise
+            log.info("%s refuses tools without --jinja; tools go in the prompt", self.name)
+            self._prompted_tools = True
+            return self._prompted_chat(messages, tools, temperature, on_token, cancel)
+
+    def _prompted_chat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[dict[str, Any]],
+        temperature: float | None,
+        on_token: TokenCallback | None,
+        cancel: CancelToken | None,
+    ) -> Reply:
+        """Tools described in the prompt, the reply constrained to a reply or one call."""
+        functions = [_tool_param(tool)["function"] for tool in tools]
+        shown = ReplyStream()
+
+        def visible(piece: str) -> None:
+            text = shown.feed(piece)
+            if text and on_token is not None:
+                on_token(text)
+
+        schema = {"name": "reply_or_tool_call", "schema": tool_schema(functions)}
+        try:
+            reply = self._chat(
+                plain_messages(messages, functions),
+                None,
+                temperature,
+                visible,
+                cancel,
+                extra={"response_format": {"type": "json_schema", "json_schema": schema}},
+            )
+        except ProviderError as exc:
+            exc.partial = shown.sent  # the reply's text, not its JSON
+            raise
+        if reply.cancelled:
+            return Reply(content=shown.sent, cancelled=True, usage=reply.usage)
+        usage = reply.usage or Usage()
+        return translate_constrained(reply.content, shown, reply.finish_reason, usage, on_token)
+
+    def _chat(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[dict[str, Any]] | None,
+        temperature: float | None,
+        on_token: TokenCallback | None,
+        cancel: CancelToken | None,
+        extra: dict[str, Any] | None = None,
+    ) -> Reply:
+        request: dict[str, Any] = {"model": self.model, "messages": list(messages), **(extra or {})}
         if tools:
             request["tools"] = [_tool_param(tool) for tool in tools]
         chosen = temperature if temperature is not None else self.temperature
@@ -491,6 +583,7 @@ class OpenAICompatProvider:
                         partial=partial,
                     )
                 )
+            self._context_stale = True
             return _Failed(
                 ProviderError(
                     "network",
@@ -503,6 +596,10 @@ class OpenAICompatProvider:
             detail = _server_message(exc.body, exc.message)
             retry_after = _retry_after(exc.response.headers)
             kind, advice = self._status_advice(status)
+            if status == 400 and "context" in detail.lower():
+                self._context_stale = True  # "exceeds the context size": ask again next time
+            if "jinja" in detail.lower():
+                kind = "bad_request"  # a server setting, not a passing failure: no retries
             return _Failed(
                 ProviderError(
                     kind, f"{where} answered HTTP {status}: {detail}; {advice}", status=status
@@ -559,15 +656,27 @@ class OpenAICompatProvider:
         if self._configured_context:
             return self._configured_context
         with self._probe_lock:
-            if self._probed_context is None:
+            if self._probed_context is None or self._context_stale:
                 try:
                     found = self._probe_context()
                 except Exception:  # a property the UI reads must not raise
                     log.debug("context length probe failed", exc_info=True)
                     found = None
-                self._probed_context = found or DEFAULT_CONTEXT_LENGTH
+                if found:
+                    self._context_stale = False
+                    self._context_found = True
+                # A server still down keeps the window it had, not the 8,192 default.
+                self._probed_context = found or self._probed_context or DEFAULT_CONTEXT_LENGTH
                 log.info("%s: context length %d", self.name, self._probed_context)
             return self._probed_context
+
+    @property
+    def context_source(self) -> str:
+        """Where :attr:`context_length` comes from: ``config``, ``server`` or ``default``."""
+        if self._configured_context:
+            return "config"
+        _ = self.context_length
+        return "server" if self._context_found else "default"
 
     def _probe_context(self) -> int | None:
         deadline = time.monotonic() + PROBE_BUDGET
@@ -612,6 +721,22 @@ class OpenAICompatProvider:
         if found:
             return found
         return _first_int(entry, ("meta", "n_ctx_train"))
+
+
+def template_drops_tools(props: Any) -> bool:
+    """Whether a llama.cpp ``/props`` answer shows a chat template that cannot render tools.
+
+    Newer servers state it (``chat_template_caps.supports_tools``); otherwise a Jinja
+    template that never mentions ``tools`` has nowhere to put them. Anything else (no
+    ``/props``, no template) is taken to handle tools itself.
+    """
+    if not isinstance(props, Mapping):
+        return False
+    caps = props.get("chat_template_caps")
+    if isinstance(caps, Mapping) and isinstance(caps.get("supports_tools"), bool):
+        return not caps["supports_tools"]
+    template = props.get("chat_template")
+    return isinstance(template, str) and bool(template.strip()) and "tools" not in template
 
 
 def _tool_param(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,216 @@
+"""Tool calling for models whose chat template cannot carry tools.
+
+Small local models, and servers whose chat template drops the ``tools`` field, still call
+tools reliably when the tools are described in the prompt and the reply is constrained by a
+JSON schema (a grammar in llama.cpp) to exactly one of ``{"reply": "..."}`` or
+``{"tool": "<name>", "arguments": {...}}``. This module builds that prompt and schema,
+translates the OpenAI-shaped history into plain system/user/assistant turns any template
+accepts, streams the reply's text while its JSON is still arriving, and turns the finished
+JSON back into a :class:`Reply`. The in-process GGUF provider and the OpenAI-compatible one
+(for such servers) share it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from engine.providers.base import ChatMessage, Reply, TokenCallback, ToolCall, Usage
+
+__all__ = ["ReplyStream", "plain_messages", "tool_schema", "translate_constrained"]
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts: keep the text ones
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def _call_json(call: dict[str, Any]) -> str:
+    function = call.get("function") or {}
+    raw = function.get("arguments") or "{}"
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        arguments = raw
+    return json.dumps({"tool": function.get("name", ""), "arguments": arguments})
+
+
+def _tool_prompt(tools: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "You can use tools. Answer with exactly one JSON object: "
+        '{"reply": "<your answer to the user>"} to answer, or '
+        '{"tool": "<tool name>", "arguments": {<arguments>}} to call a tool. '
+        "After a tool call you will get its result.",
+        "Tools:",
+    ]
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = json.dumps(function.get("parameters") or {}, separators=(",", ":"))
+        lines.append(
+            f"- {function.get('name')}: {function.get('description', '')} "
+            f"Arguments schema: {parameters}"
+        )
+    return "\n".join(lines)
+
+
+def plain_messages(
+    messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None
+) -> list[dict[str, str]]:
+    """OpenAI messages as system/user/assistant text turns any chat template accepts.
+
+    Consecutive turns of one role are merged: some templates insist roles alternate.
+    """
+    names: dict[str, str] = {}
+    turns: list[dict[str, str]] = []
+
+    def add(role: str, text: str) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + text
+        else:
+            turns.append({"role": role, "content": text})
+
+    if tools:
+        add("system", _tool_prompt(tools))
+    for message in messages:
+        role = message.get("role", "user")
+        text = _text(message.get("content"))
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            for call in calls:
+                names[str(call.get("id"))] = str((call.get("function") or {}).get("name", ""))
+            parts = [text] if text else []
+            parts += [_call_json(call) for call in calls]
+            if not calls and tools:
+                # Show the model its own earlier answers in the format it must keep using.
+                parts = [json.dumps({"reply": text})]
+            add("assistant", "\n".join(parts))
+        elif role == "tool":
+            name = names.get(str(message.get("tool_call_id")), "") or message.get("name", "")
+            add("user", f"Result of the tool {name}:\n{text}")
+        elif role == "system":
+            # Merged into one leading system turn: templates reject a system turn later on.
+            if turns and turns[0]["role"] == "system":
+                turns[0]["content"] += "\n\n" + text
+            elif turns:
+                turns.insert(0, {"role": "system", "content": text})
+            else:
+                add("system", text)
+        else:
+            add("user", text)
+    return turns
+
+
+def tool_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema the reply must match: a reply, or a call of one of ``tools``."""
+    options: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"reply": {"type": "string"}},
+            "required": ["reply"],
+            "additionalProperties": False,
+        }
+    ]
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        options.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": function["name"]}, "arguments": parameters},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return {"anyOf": options}
+
+
+_REPLY_START = re.compile(r'\s*\{\s*"reply"\s*:\s*"')
+
+
+def _string_prefix(body: str) -> str:
+    """Decode as much of a JSON string body (after its opening quote) as has arrived."""
+    index, end = 0, None
+    # Where a \\uD800-\\uDBFF escape that nothing has followed yet starts: half of a
+    # surrogate pair decodes to garbage, so it waits for its other half.
+    high: int | None = None
+    while index < len(body):
+        char = body[index]
+        if char == '"':
+            end = index
+            break
+        if char != "\\":
+            index, high = index + 1, None
+            continue
+        size = 6 if body[index + 1 : index + 2] == "u" else 2
+        if index + size > len(body):
+            break  # an escape cut off mid-way: wait for the rest
+        is_high = size == 6 and body[index + 2] in "dD" and body[index + 3] in "89abAB"
+        index, high = index + size, (index if is_high else None)
+    if end is None:
+        end = high if high is not None else min(index, len(body))
+    try:
+        # strict=False: the grammar lets raw newlines into strings, which JSON forbids.
+        return str(json.loads(f'"{body[:end]}"', strict=False))
+    except ValueError:
+        return ""
+
+
+class ReplyStream:
+    """Streams the text of ``{"reply": "..."}`` while the JSON is still being generated."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.sent = ""
+        self._body_at: int | None = None
+
+    def feed(self, piece: str) -> str:
+        self.raw += piece
+        if self._body_at is None:
+            match = _REPLY_START.match(self.raw)
+            if match is None:
+                return ""
+            self._body_at = match.end()
+        decoded = _string_prefix(self.raw[self._body_at :])
+        if not decoded.startswith(self.sent):
+            return ""
+        new, self.sent = decoded[len(self.sent) :], decoded
+        return new
+
+
+def translate_constrained(
+    text: str,
+    shown: ReplyStream,
+    finish: str | None,
+    usage: Usage,
+    on_token: TokenCallback | None,
+) -> Reply:
+    try:
+        data = json.loads(text, strict=False)
+    except ValueError:
+        # Cut short by max_tokens: keep what was readable of the reply.
+        return Reply(content=shown.sent, finish_reason=finish or "length", usage=usage)
+    if isinstance(data, dict) and isinstance(data.get("tool"), str):
+        arguments = data.get("arguments", {})
+        call = ToolCall(
+            id=f"call_{uuid.uuid4().hex[:16]}",
+            name=data["tool"],
+            arguments=json.dumps(arguments if arguments is not None else {}),
+        )
+        return Reply(tool_calls=[call], finish_reason="tool_calls", usage=usage)
+    if isinstance(data, dict) and isinstance(data.get("reply"), str):
+        content = data["reply"]
+    else:
+        # The schema could not be compiled to a grammar and plain JSON came back.
+        content = text
+    rest = content[len(shown.sent) :] if content.startswith(shown.sent) else ""
+    if rest and on_token is not None:
+        on_token(rest)
+    return Reply(content=content, finish_reason=finish or "stop", usage=usage)
