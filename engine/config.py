@@ -205,9 +205,13 @@ class AgentConfig(_Section):
     context_file_max_chars: int | None = Field(default=None, ge=1000)
 
 
+TINY_MODEL_PROVIDERS = ("local", "embedded")
+
+
 class SkillsConfig(_Section):
     # Stage every skill write in the pending queue, like memory.write_approval does for memory.
-    write_approval: bool = False
+    # Unset: on for the bundled tiny models, as memory approval is.
+    write_approval: bool | None = None
     # After a turn with at least this many tool calls the agent offers to save the workflow.
     propose_after_tool_calls: int = Field(default=5, ge=0)
 
@@ -224,8 +228,13 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _default_approval(self) -> Config:
+        # A 135M-parameter model writes poor memories and skills: with the bundled models
+        # (in-process or embedded server) every write waits for the user unless config says.
+        tiny = self.model.provider in TINY_MODEL_PROVIDERS
         if self.memory.write_approval is None:
-            self.memory.write_approval = self.model.provider == "local"
+            self.memory.write_approval = tiny
+        if self.skills.write_approval is None:
+            self.skills.write_approval = tiny
         return self
 
     @field_validator("model", mode="before")

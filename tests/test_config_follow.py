@@ -47,3 +47,25 @@ def test_a_limit_raised_in_config_applies_to_the_next_write(home: Home) -> None:
     service = MemoryService(home, load_config(home))
     update_config(home, {"memory": {"memory_char_limit": 5_000}})
     assert service.read(Target.MEMORY).limit == 5_000
+
+
+@pytest.mark.parametrize("provider", ["local", "embedded"])
+def test_the_bundled_tiny_models_stage_memory_and_skill_writes_by_default(
+    home: Home, provider: str
+) -> None:
+    """Tried: `cairn model set --provider local|embedded` with nothing else configured. A
+    135M model's memory and skill writes both wait for the user; a setting in config wins."""
+    update_config(home, {"model": {"provider": provider}})
+    config = load_config(home)
+    assert (config.memory.write_approval, config.skills.write_approval) == (True, True)
+    service = MemoryService(home, config)
+    assert service.write(Target.MEMORY, [{"action": "add", "content": "x"}])["status"] == "staged"
+    manager = SkillManager(home, config, author="agent")
+    create = {"action": "create", "name": "one", "description": "d", "body": "Steps."}
+    assert manager.run(create)["status"] == "staged"
+
+    update_config(home, {"skills": {"write_approval": False}})
+    assert load_config(home).skills.write_approval is False
+    assert load_config(home).memory.write_approval is True
+    update_config(home, {"model": {"provider": "openai"}})
+    assert load_config(home).memory.write_approval is False
