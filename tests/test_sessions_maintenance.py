@@ -58,14 +58,22 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
             ),
             {"id": message.id, "content": message.content},
         )
+        conn.execute(  # and so does the stemmed index (the first message has no context)
+            text(
+                "INSERT INTO messages_stem(messages_stem, rowid, content, context) "
+                "VALUES ('delete', :id, :content, NULL)"
+            ),
+            {"id": message.id, "content": message.content},
+        )
     assert _found(store, "question 1 about") != ["s001"]
     report = maintenance.check(store)
     assert not report.ok and report.fts["messages_trigram"] == "ok"
     assert "does not match" in report.fts["messages_fts"]
+    assert "does not match" in report.fts["messages_stem"]
     assert "cairn sessions reindex" in maintenance.describe_check(report)
     steps: list[tuple[int, int]] = []
     done = maintenance.reindex(store, progress=lambda *a: steps.append(a))
-    assert steps == [(i, 6) for i in range(1, 7)] and done.messages == 6
+    assert steps == [(i, 7) for i in range(1, 8)] and done.messages == 6
     assert maintenance.check(store).ok
     assert _found(store, "question 1 about")[0] == "s001"
 

@@ -893,7 +893,8 @@ def evaluate(
         base = baseline.search(q.text)
         t.b_session += bool({k for k, _ in base} & q.sessions)
         t.b_evidence += bool(set(base) & evidence)
-        if not ok_evidence and shown < misses:
+        # Misses are shown for the tuning batch only: the others are for measuring.
+        if not ok_session and shown < misses and q.batch == "tuning":
             shown += 1
             print(f"    miss [{q.kind}] {q.text!r} (session {'ok' if ok_session else 'MISSED'})")
             print(f"       want: {turns[q.evidence[0]][:100]!r}")

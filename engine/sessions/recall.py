@@ -1,0 +1,408 @@
+"""Ranking a question on SQLite: stems, compounds, reply context, proximity, whole sessions.
+
+The candidates come from walks as in fts_sqlite.py: each concept of the question (question.py)
+is walked on its own through the stemmed index ``messages_stem`` (migration 0006), newest
+matches first, with a share of the ranking budget, so a rare word is found over the whole
+history however common the others are. A concept's walk matches its word in any inflection
+(porter stems), and its compounds: "roadtrips" also as "road trip" when that pair of words is
+in the pair index, "back yard" also as "backyard" when that word is in the index. A short reply
+is indexed with the text it answers (its ``context`` column), so "A sunset over the lake." is
+found by "what did Caroline paint".
+
+The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best ``PRE`` of
+them are read and scored again on their text, where more is known:
+
+* a word as typed counts more than another form of it, and a word only in the context of a
+  reply counts for less;
+* concepts near each other in a message add a proximity bonus;
+* a message that only asks ("…?") counts for less than the answer that follows it;
+* the name of a participant counts for a third of a word of the topic (question.py).
+
+Then whole conversations are ranked: the best message, plus half the weight of each concept
+that the best message lacks and another message of the conversation has (the name said in one
+turn, the topic in the next), plus a fifth of the runner-up. The card shows the best message
+and, when it is elsewhere in the session, the runner-up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import text
+
+from engine.sessions.fts_sqlite import (
+    FEW,
+    FILTERED_RANK_BUDGET,
+    K1,
+    RANK_BUDGET,
+    Found,
+    SqliteFullText,
+    _Walk,
+)
+from engine.sessions.fulltext import Filters, Hit
+from engine.sessions.query import WORD, fold
+from engine.sessions.question import Question
+from engine.sessions.words import stem
+
+STEM_TABLE = "messages_stem"
+PRE = 60  # candidates read and scored on their text
+EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
+ASKING = 0.75  # a message that asks, beside one that tells
+# A reply to a question has the question's words at the weight the question has them: the
+# answer is what the asking was about.
+ANSWER = ASKING
+NAME_IN_SESSION = 0.65  # the rest of a name's weight, when its conversation has it anywhere
+NAMED = 30  # conversations checked for the names of a question
+PROXIMITY = 0.3
+COVER, RUNNER_UP = 0.5, 0.2
+B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
+MIN_SPLIT = 3  # letters on each side of a compound's split
+_ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
+_ROWS = (
+    "SELECT m.id, m.session_id, s.root_session_id, m.content, c.context "
+    "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+    "LEFT JOIN message_context AS c ON c.id = m.id WHERE m.id IN ({})"
+)
+_ALPHA = re.compile(r"[a-z]+")
+_SESSION_SPANS = (
+    "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN ({}) GROUP BY session_id"
+)
+_HOLDS_IN_RANGE = (
+    f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH :match "
+    "AND rowid BETWEEN :low AND :high LIMIT 1"
+)
+
+
+@dataclass
+class _Form:
+    """How a concept can be written: single words, and phrases (of stems)."""
+
+    words: set[str] = field(default_factory=set)
+    phrases: list[tuple[str, ...]] = field(default_factory=list)
+
+    def match(self) -> str:
+        parts = [f'"{w}"' for w in sorted(self.words)] + [
+            '"' + " ".join(p) + '"' for p in self.phrases
+        ]
+        return " OR ".join(parts)
+
+
+@dataclass
+class Ranked:
+    """A conversation's best message, the runner-up in the same session, and the score."""
+
+    hit: Hit
+    second: int | None
+
+
+@dataclass
+class _Scored:
+    id: int
+    session_id: str
+    root: str
+    score: float
+    matched: dict[int, float]  # concept index → match strength
+
+
+def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
+    """How many messages hold a term, from its walk (as fts_sqlite._idf estimates it)."""
+    low, high = span
+    total = max(1, high - low + 1)
+    if len(found) < budget:
+        return float(len(found))
+    return min(total, len(found) * total / max(1, high - found[-1][0] + 1))
+
+
+class Recall:
+    def __init__(self, fts: SqliteFullText) -> None:
+        self.fts = fts
+        self.conn = fts.conn
+
+    # -- variants ------------------------------------------------------------------------
+
+    def _exists(self, table: str, token: str) -> bool:
+        sql = f"SELECT 1 FROM {table} WHERE {table} MATCH :t LIMIT 1"
+        return self.conn.execute(text(sql), {"t": token}).first() is not None
+
+    def _splits(self, word: str) -> list[tuple[str, ...]]:
+        """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
+        if len(word) < 2 * MIN_SPLIT or not _ALPHA.fullmatch(word):
+            return []
+        found = []
+        for i in range(MIN_SPLIT, len(word) - MIN_SPLIT + 1):
+            head, tail = word[:i], word[i:]
+            tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
+            for t in tails:
+                if self._exists("messages_pairs", f'"{head}_{t}"'):
+                    found.append((head, t))
+                    break
+        return found
+
+    def _agent_base(self, word: str) -> str | None:
+        """The verb of an agent noun that the messages hold ("runner": run, "baker": bake),
+        which Porter's stems keep apart."""
+        if len(word) < 5 or not word.endswith(("er", "ers")):
+            return None
+        base = word[: -3 if word.endswith("ers") else -2]
+        # runner → run, baker → bake, gardener → garden
+        for candidate in dict.fromkeys(
+            [base[:-1] if len(base) > 2 and base[-1] == base[-2] else base, base + "e", base]
+        ):
+            if len(candidate) >= 3 and self._exists(STEM_TABLE, f'"{candidate}"'):
+                return candidate
+        return None
+
+    def _forms(self, question: Question) -> list[_Form]:
+        forms = []
+        for c in question.concepts:
+            form = _Form()
+            if c.single:
+                word = c.term.words[0]
+                form.words.add(word)
+                form.phrases.extend(self._splits(word))
+                if c.weight == 1.0 and (base := self._agent_base(word)):
+                    form.words.add(base)
+            elif all(_ALPHA.fullmatch(w) for w in c.term.words) and len(c.term.words) <= 3:
+                form.phrases.append(c.term.words)  # "road-trip", "two-bedroom"
+                joined = "".join(c.term.words)
+                if self._exists(STEM_TABLE, f'"{joined}"'):
+                    form.words.add(joined)
+            forms.append(form)
+        # Two words typed apart that are one word in the messages ("back yard": backyard).
+        for i in range(len(question.concepts) - 1):
+            a, b = question.concepts[i], question.concepts[i + 1]
+            if a.single and b.single:
+                joined = a.term.words[0] + b.term.words[0]
+                if _ALPHA.fullmatch(joined) and self._exists(STEM_TABLE, f'"{joined}"'):
+                    forms[i].words.add(joined)
+                    forms[i + 1].words.add(joined)
+        return forms
+
+    # -- candidates ----------------------------------------------------------------------
+
+    def _walks(self, question: Question, forms: list[_Form]) -> list[list[_Walk]]:
+        walks = []
+        for c, form in zip(question.concepts, forms, strict=True):
+            mine = []
+            if form.words or form.phrases:
+                mine.append(_Walk(STEM_TABLE, form.match(), STEM_TABLE))
+            if not c.single and not form.phrases:
+                # An identifier (v2.14.3, snake_case, a path): its exact parts, in order.
+                mine.append(self.fts._sparser(self.fts._all_of([c.term], ())))
+            walks.append(mine)
+        return walks
+
+    def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
+        forms = self._forms(question)
+        walks = self._walks(question, forms)
+        out: list[Ranked] = []
+        seen: set[str] = set()
+        rounds = [filters]
+        if question.span is not None:
+            since = max(filters.since or -math.inf, question.span.since)
+            until = min(filters.until or math.inf, question.span.until)
+            # The span first, then the rest of the history to fill up to the limit.
+            rounds = [replace(filters, since=since, until=until), filters]
+        for round_filters in rounds:
+            for ranked in self._round(question, forms, walks, round_filters, limit):
+                if ranked.hit.root_session_id not in seen:
+                    seen.add(ranked.hit.root_session_id)
+                    out.append(ranked)
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+    def _round(
+        self,
+        question: Question,
+        forms: list[_Form],
+        walks: list[list[_Walk]],
+        filters: Filters,
+        limit: int,
+    ) -> list[Ranked]:
+        budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
+        count = sum(len(w) for w in walks) or 1
+        share = max(FEW, budget // count)
+        id_range = self.fts._id_range(filters)
+        found: list[list[Found]] = [
+            [self.fts._walk(w, filters, share, ids=id_range) for w in mine] for mine in walks
+        ]
+        if not any(f for mine in found for f in mine):
+            return []
+        span = tuple(x or 0 for x in self.conn.execute(_ID_SPAN).one())
+        total = max(1, span[1] - span[0] + 1)
+        idf = []
+        for mine in found:
+            df = sum(_df(f, share, span) for f in mine)  # type: ignore[arg-type]
+            idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
+        # BM25 from the walks: which candidates hold which concept, and their lengths.
+        holds: dict[int, set[int]] = defaultdict(set)
+        lengths: dict[int, int] = {}
+        for k, mine in enumerate(found):
+            for f in mine:
+                for i, tokens in f:
+                    holds[i].add(k)
+                    lengths[i] = tokens
+        weights = question.weights
+        average = max(1.0, sum(lengths.values()) / len(lengths))
+        pre = sorted(
+            holds,
+            key=lambda i: (
+                sum(idf[k] * weights[k] for k in holds[i]) / (1 - B + B * lengths[i] / average),
+                i,
+            ),
+            reverse=True,
+        )[:PRE]
+        scored = self._rescore(question, forms, pre, holds, idf)
+        names = [k for k, c in enumerate(question.concepts) if c.name]
+        ranked = _conversations(scored, idf, weights, names)
+        if names:
+            said = {k: {i for f in found[k] for i, _ in f} for k in names}
+            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
+        return [r for _, r in ranked[:limit]]
+
+    def _named(
+        self,
+        ranked: list[tuple[float, Ranked]],
+        names: list[tuple[int, _Form]],
+        idf: list[float],
+        said: dict[int, set[int]],
+    ) -> list[tuple[float, Ranked]]:
+        """Session-level evidence for names: a conversation whose session has the name said
+        anywhere (a participant's name is in every message they wrote) gets the rest of the
+        name's weight. One seek per session and name, in the range of the session's ids."""
+        sids = sorted({r.hit.session_id for _, r in ranked})
+        if not sids:
+            return ranked
+        quoted = ", ".join("'" + sid.replace("'", "''") + "'" for sid in sids)
+        spans = {
+            sid: (low, high)
+            for sid, low, high in self.conn.execute(text(_SESSION_SPANS.format(quoted)))
+        }
+        out = []
+        for score, r in ranked:
+            low, high = spans.get(r.hit.session_id, (0, -1))
+            for k, form in names:
+                # The name's own walk already saw some of its messages: no seek for those.
+                known = any(low <= i <= high for i in said[k])
+                if (
+                    known
+                    or self.conn.execute(
+                        text(_HOLDS_IN_RANGE), {"match": form.match(), "low": low, "high": high}
+                    ).first()
+                ):
+                    score += NAME_IN_SESSION * idf[k]
+            out.append((score, r))
+        out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
+        return out
+
+    # -- scoring on the text ---------------------------------------------------------------
+
+    def _rescore(
+        self,
+        question: Question,
+        forms: list[_Form],
+        ids: Sequence[int],
+        holds: dict[int, set[int]],
+        idf: list[float],
+    ) -> list[_Scored]:
+        if not ids:
+            return []
+        rows = self.conn.execute(text(_ROWS.format(", ".join(str(int(i)) for i in ids)))).all()
+        weights = question.weights
+        wanted = []  # per concept: exact words, their stems, phrases of stems
+        for c, form in zip(question.concepts, forms, strict=True):
+            exact = {fold(w) for w in form.words} | ({fold(c.term.words[0])} if c.single else set())
+            stems = {stem(w) for w in exact}
+            phrases = [tuple(stem(fold(w)) for w in p) for p in form.phrases]
+            if not c.single:
+                phrases.append(tuple(stem(fold(w)) for w in c.term.words))
+            wanted.append((exact, stems, phrases))
+        texts = [(r, [fold(w) for w in WORD.findall(r.content or "")]) for r in rows]
+        average = max(1.0, sum(len(t) for _, t in texts) / max(1, len(texts)))
+        out = []
+        for row, tokens in texts:
+            stems = [stem(t) for t in tokens]
+            context_words = WORD.findall(row.context or "")
+            context = {stem(fold(w)) for w in context_words}
+            answers = ANSWER if (row.context or "").rstrip().endswith("?") else CONTEXT
+            matched: dict[int, float] = {}
+            where: dict[int, list[int]] = {}
+            for k, (exact, stemset, phrases) in enumerate(wanted):
+                at = [i for i, t in enumerate(tokens) if t in exact]
+                strength = EXACT if at else 0.0
+                if not at:
+                    at = [i for i, s in enumerate(stems) if s in stemset]
+                    for p in phrases:
+                        n = len(p)
+                        at += [i for i in range(len(stems) - n + 1) if tuple(stems[i : i + n]) == p]
+                    strength = STEMMED if at else 0.0
+                if not at and (stemset & context or any(set(p) <= context for p in phrases)):
+                    strength = answers
+                if not strength and k in holds.get(row.id, ()):
+                    strength = CONTEXT  # the index found it where the text check did not
+                if strength:
+                    matched[k] = strength
+                    if at:
+                        where[k] = at
+            length = max(1, len(tokens))
+            saturation = _saturation(length, average)
+            # A concept found in the context counts as it would in the message it answers.
+            by_context = _saturation(max(1, len(context_words)), average)
+            score = sum(
+                idf[k] * weights[k] * s * (saturation if k in where else by_context)
+                for k, s in matched.items()
+            )
+            score += _proximity(where, idf, weights) * saturation
+            if (row.content or "").rstrip().endswith("?"):
+                score *= ASKING
+            out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
+        return out
+
+
+def _saturation(length: int, average: float) -> float:
+    """BM25's term-frequency part for one occurrence in a message of ``length`` tokens."""
+    return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
+
+
+def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[float]) -> float:
+    """A bonus for concepts close together in a message: the nearer, the more."""
+    bonus = 0.0
+    keys = sorted(where)
+    for x, a in enumerate(keys):
+        for b in keys[x + 1 :]:
+            gap = min(abs(i - j) for i in where[a] for j in where[b])
+            if 0 < gap <= 4:
+                bonus += PROXIMITY * min(idf[a] * weights[a], idf[b] * weights[b]) / gap
+    return bonus
+
+
+def _conversations(
+    scored: list[_Scored], idf: list[float], weights: Sequence[float], names: list[int]
+) -> list[tuple[float, Ranked]]:
+    """Conversations by their best message and what their other messages add (names are
+    counted per session instead: see Recall._named)."""
+    by_root: dict[str, list[_Scored]] = defaultdict(list)
+    for s in scored:
+        by_root[s.root].append(s)
+    ranked = []
+    for messages in by_root.values():
+        messages.sort(key=lambda s: (s.score, s.id), reverse=True)
+        best = messages[0]
+        extra = 0.0
+        others = {k for m in messages[1:] for k in m.matched} - set(best.matched) - set(names)
+        for k in others:
+            strength = max(m.matched.get(k, 0.0) for m in messages[1:])
+            extra += COVER * idf[k] * weights[k] * strength
+        second = next((m for m in messages[1:] if m.session_id == best.session_id), None)
+        if len(messages) > 1:
+            extra += RUNNER_UP * messages[1].score
+        total = best.score + extra
+        hit = Hit(best.id, best.session_id, best.root, total)
+        ranked.append((total, Ranked(hit, second.id if second else None)))
+    ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
+    return ranked
