@@ -49,6 +49,7 @@ from engine.sessions.question import Question
 from engine.sessions.words import stem
 
 STEM_TABLE = "messages_stem"
+SCAN_CHARS = 1200  # of a long message, the head is scored on its text
 PRE = 60  # candidates read and scored on their text
 EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
 ASKING = 0.75  # a message that asks, beside one that tells
@@ -58,12 +59,17 @@ ANSWER = ASKING
 NAME_IN_SESSION = 0.65  # the rest of a name's weight, when its conversation has it anywhere
 NAMED = 30  # conversations checked for the names of a question
 PROXIMITY = 0.3
+NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
 COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
 MIN_SPLIT = 3  # letters on each side of a compound's split
 _ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
+# The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
+# and whether it asks.
 _ROWS = (
-    "SELECT m.id, m.session_id, s.root_session_id, m.content, c.context "
+    f"SELECT m.id, m.session_id, s.root_session_id, substr(m.content, 1, {SCAN_CHARS}) AS head, "
+    f"length(m.content) > {SCAN_CHARS} AS cut, substr(rtrim(m.content), -1) = '?' AS asks, "
+    "c.context "
     "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
     "LEFT JOIN message_context AS c ON c.id = m.id WHERE m.id IN ({})"
 )
@@ -72,8 +78,7 @@ _SESSION_SPANS = (
     "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN ({}) GROUP BY session_id"
 )
 _HOLDS_IN_RANGE = (
-    f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH :match "
-    "AND rowid BETWEEN :low AND :high LIMIT 1"
+    f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1"
 )
 
 
@@ -125,8 +130,18 @@ class Recall:
     # -- variants ------------------------------------------------------------------------
 
     def _exists(self, table: str, token: str) -> bool:
-        sql = f"SELECT 1 FROM {table} WHERE {table} MATCH :t LIMIT 1"
-        return self.conn.execute(text(sql), {"t": token}).first() is not None
+        """Whether ``token`` is in ``table`` at all: one seek, straight on the driver (a
+        statement through SQLAlchemy costs more than the seek)."""
+        return self._first(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (token,))
+
+    def _first(self, sql: str, params: tuple[object, ...]) -> bool:
+        if not self.conn.in_transaction():
+            self.conn.begin()
+        cursor = self.conn.connection.driver_connection.cursor()
+        try:
+            return cursor.execute(sql, params).fetchone() is not None
+        finally:
+            cursor.close()
 
     def _splits(self, word: str) -> list[tuple[str, ...]]:
         """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
@@ -257,7 +272,7 @@ class Recall:
             ),
             reverse=True,
         )[:PRE]
-        scored = self._rescore(question, forms, pre, holds, idf)
+        scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, weights, names)
         if names:
@@ -289,12 +304,7 @@ class Recall:
             for k, form in names:
                 # The name's own walk already saw some of its messages: no seek for those.
                 known = any(low <= i <= high for i in said[k])
-                if (
-                    known
-                    or self.conn.execute(
-                        text(_HOLDS_IN_RANGE), {"match": form.match(), "low": low, "high": high}
-                    ).first()
-                ):
+                if known or self._first(_HOLDS_IN_RANGE, (form.match(), low, high)):
                     score += NAME_IN_SESSION * idf[k]
             out.append((score, r))
         out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
@@ -309,59 +319,113 @@ class Recall:
         ids: Sequence[int],
         holds: dict[int, set[int]],
         idf: list[float],
+        lengths: dict[int, int],
     ) -> list[_Scored]:
         if not ids:
             return []
         rows = self.conn.execute(text(_ROWS.format(", ".join(str(int(i)) for i in ids)))).all()
         weights = question.weights
-        wanted = []  # per concept: exact words, their stems, phrases of stems
-        for c, form in zip(question.concepts, forms, strict=True):
-            exact = {fold(w) for w in form.words} | ({fold(c.term.words[0])} if c.single else set())
-            stems = {stem(w) for w in exact}
-            phrases = [tuple(stem(fold(w)) for w in p) for p in form.phrases]
+        patterns = [
+            _Patterns.of(c.term.words if c.single else (), form)
+            for c, form in zip(question.concepts, forms, strict=True)
+        ]
+        for c, p in zip(question.concepts, patterns, strict=True):
             if not c.single:
-                phrases.append(tuple(stem(fold(w)) for w in c.term.words))
-            wanted.append((exact, stems, phrases))
-        texts = [(r, [fold(w) for w in WORD.findall(r.content or "")]) for r in rows]
-        average = max(1.0, sum(len(t) for _, t in texts) / max(1, len(texts)))
+                p.add_phrase(c.term.words)
+        scanned = []
+        for row in rows:
+            context = row.context or ""
+            context_tokens = len(WORD.findall(context)) if context else 0
+            body = max(1, lengths.get(row.id, 1) - context_tokens)
+            scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
+        average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
         out = []
-        for row, tokens in texts:
-            stems = [stem(t) for t in tokens]
-            context_words = WORD.findall(row.context or "")
-            context = {stem(fold(w)) for w in context_words}
-            answers = ANSWER if (row.context or "").rstrip().endswith("?") else CONTEXT
+        for row, folded, context, context_tokens, body in scanned:
+            answers = ANSWER if context.rstrip().endswith("?") else CONTEXT
+            folded_context = _folded(context) if context else ""
+            cut = bool(row.cut)
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
-            for k, (exact, stemset, phrases) in enumerate(wanted):
-                at = [i for i, t in enumerate(tokens) if t in exact]
-                strength = EXACT if at else 0.0
-                if not at:
-                    at = [i for i, s in enumerate(stems) if s in stemset]
-                    for p in phrases:
-                        n = len(p)
-                        at += [i for i in range(len(stems) - n + 1) if tuple(stems[i : i + n]) == p]
-                    strength = STEMMED if at else 0.0
-                if not at and (stemset & context or any(set(p) <= context for p in phrases)):
+            for k, p in enumerate(patterns):
+                strength, at = p.find(folded)
+                if not strength and folded_context and p.find(folded_context)[0]:
                     strength = answers
                 if not strength and k in holds.get(row.id, ()):
-                    strength = CONTEXT  # the index found it where the text check did not
+                    # The index found it where the text check did not (past the scanned
+                    # head of a long message, or a word the two stemmers see apart).
+                    strength = STEMMED if cut else CONTEXT
                 if strength:
                     matched[k] = strength
                     if at:
                         where[k] = at
-            length = max(1, len(tokens))
-            saturation = _saturation(length, average)
+            saturation = _saturation(body, average)
             # A concept found in the context counts as it would in the message it answers.
-            by_context = _saturation(max(1, len(context_words)), average)
+            by_context = _saturation(max(1, context_tokens), average)
             score = sum(
                 idf[k] * weights[k] * s * (saturation if k in where else by_context)
                 for k, s in matched.items()
             )
             score += _proximity(where, idf, weights) * saturation
-            if (row.content or "").rstrip().endswith("?"):
+            if row.asks:
                 score *= ASKING
             out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
         return out
+
+
+def _folded(content: str) -> str:
+    """Text compared as the index compares words: case and accents folded."""
+    return content.lower() if content.isascii() else fold(content)
+
+
+_EDGE = r"(?<![^\W_])"
+
+
+@dataclass
+class _Patterns:
+    """A concept's forms as regular expressions over folded text: C-speed scanning of the
+    candidates, with the stemmer asked only about the words that start like a stem."""
+
+    exact: re.Pattern[str] | None
+    stems: set[str]
+    started: re.Pattern[str] | None
+    phrases: list[tuple[tuple[str, ...], re.Pattern[str]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, words: tuple[str, ...], form: _Form) -> _Patterns:
+        exact_words = sorted({fold(w) for w in (*words, *form.words)}, key=len, reverse=True)
+        stems = {stem(w) for w in exact_words}
+        exact = started = None
+        if exact_words:
+            exact = re.compile(
+                _EDGE + "(?:" + "|".join(map(re.escape, exact_words)) + r")(?![^\W_])"
+            )
+            heads = sorted({s[:3] for s in stems}, key=len, reverse=True)
+            started = re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
+        made = cls(exact, stems, started)
+        for phrase in form.phrases:
+            made.add_phrase(phrase)
+        return made
+
+    def add_phrase(self, words: tuple[str, ...]) -> None:
+        stems = tuple(stem(fold(w)) for w in words)
+        gap = r"[^\W_]*[\W_]+"
+        body = gap.join(re.escape(s[:3]) for s in stems)
+        self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
+
+    def find(self, folded: str) -> tuple[float, list[int]]:
+        """How strongly ``folded`` holds the concept, and where (character offsets)."""
+        if self.exact is not None:
+            at = [m.start() for m in self.exact.finditer(folded)]
+            if at:
+                return EXACT, at
+        at = []
+        if self.started is not None:
+            at = [m.start() for m in self.started.finditer(folded) if stem(m.group()) in self.stems]
+        for stems, pattern in self.phrases:
+            for m in pattern.finditer(folded):
+                if tuple(stem(w) for w in WORD.findall(m.group())) == stems:
+                    at.append(m.start())
+        return (STEMMED, at) if at else (0.0, [])
 
 
 def _saturation(length: int, average: float) -> float:
@@ -370,14 +434,15 @@ def _saturation(length: int, average: float) -> float:
 
 
 def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[float]) -> float:
-    """A bonus for concepts close together in a message: the nearer, the more."""
+    """A bonus for concepts close together in a message: the nearer, the more (``where``
+    holds character offsets; a word and its separator are about six characters)."""
     bonus = 0.0
     keys = sorted(where)
     for x, a in enumerate(keys):
         for b in keys[x + 1 :]:
-            gap = min(abs(i - j) for i in where[a] for j in where[b])
-            if 0 < gap <= 4:
-                bonus += PROXIMITY * min(idf[a] * weights[a], idf[b] * weights[b]) / gap
+            gap = min(abs(i - j) for i in where[a] for j in where[b]) / CHARS_PER_WORD
+            if 0 < gap <= NEAR:
+                bonus += PROXIMITY * min(idf[a] * weights[a], idf[b] * weights[b]) / max(1.0, gap)
     return bonus
 
 

@@ -1,6 +1,7 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
-    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|all] [--misses N]
+    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|all]
+        [--misses N] [--postgres URL]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -54,7 +55,7 @@ ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.config import Config  # noqa: E402
+from engine.config import Config, DatabaseConfig  # noqa: E402
 from engine.db import dispose_engines  # noqa: E402
 from engine.home import Home  # noqa: E402
 from engine.sessions.search import SessionSearch  # noqa: E402
@@ -811,11 +812,26 @@ class Baseline:
         return [self.where[r[0]] for r in rows]
 
 
+def _empty_postgres(url: str) -> None:
+    """The PostgreSQL database named on the command line, emptied for the archive."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
 class Cairn:
     """The archive in a real Cairn home, searched through session_search."""
 
-    def __init__(self, archive: Archive, folder: Path) -> None:
-        self.store = SessionStore.open(Home(folder / "home"), Config())
+    def __init__(self, archive: Archive, folder: Path, postgres: str | None = None) -> None:
+        config = Config()
+        if postgres:
+            _empty_postgres(postgres)
+            config = Config(database=DatabaseConfig(url=postgres))
+        self.store = SessionStore.open(Home(folder / "home"), config)
         self.where: dict[int, tuple[str, int]] = {}
         for s in archive.sessions:
             start = s.when.timestamp()
@@ -932,7 +948,9 @@ def report(name: str, by_kind: dict[str, Tally]) -> Tally:
     return total
 
 
-def run(seed: int, batches: list[str], misses: int) -> dict[str, Tally]:
+def run(
+    seed: int, batches: list[str], misses: int, postgres: str | None = None
+) -> dict[str, Tally]:
     archive = build_archive(seed)
     messages = sum(len(s.turns) for s in archive.sessions)
     print(
@@ -942,7 +960,8 @@ def run(seed: int, batches: list[str], misses: int) -> dict[str, Tally]:
     results: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory(prefix="cairn-recall-") as folder:
         started = time.perf_counter()
-        cairn = Cairn(archive, Path(folder))
+        cairn = Cairn(archive, Path(folder), postgres)
+        print(f"  Cairn on {'PostgreSQL' if postgres else 'SQLite'}")
         baseline = Baseline(archive)
         print(f"  loaded in {time.perf_counter() - started:.1f} s")
         try:
@@ -965,15 +984,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--batch", default="all", help="tuning, held-out, fresh or all")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
+    parser.add_argument(
+        "--postgres", default=None, help="URL of a PostgreSQL database to EMPTY and search in"
+    )
     args = parser.parse_args(argv)
     print("load average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.batch == "all":
-        run(args.seed, ["tuning", "held-out"], args.misses)
+        run(args.seed, ["tuning", "held-out"], args.misses, args.postgres)
         if FRESH_TEMPLATES:
-            run(FRESH_SEED, ["fresh"], args.misses)
+            run(FRESH_SEED, ["fresh"], args.misses, args.postgres)
     else:
         seed = FRESH_SEED if args.batch == "fresh" and args.seed == SEED else args.seed
-        run(seed, [args.batch], args.misses)
+        run(seed, [args.batch], args.misses, args.postgres)
     return 0
 
 

@@ -271,12 +271,28 @@ def _needle_found(corpus: Corpus, q: Q, result: dict[str, Any]) -> bool:
 
 def run_size(size: int, args: argparse.Namespace) -> Result:
     result = Result(size)
-    workdir = Path(tempfile.mkdtemp(prefix=f"cairn-bench-{size}-", dir=args.tmp))
+    reused = args.reuse is not None
+    if reused:
+        workdir = Path(args.reuse)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix=f"cairn-bench-{size}-", dir=args.tmp))
     try:
         corpus = Corpus(size)
         result.sessions = len(corpus.sessions)
         print(f"\n== {size:,} messages in {len(corpus.sessions):,} sessions ==", flush=True)
         print("  load average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        if reused:
+            # A home kept by an earlier run (--keep) over the same corpus: opening it brings
+            # it to this schema (migrations timed here) and the import is skipped.
+            home = Home(workdir / "home")
+            started, cpu = time.perf_counter(), time.process_time()
+            store = SessionStore.open(home, Config())
+            print(
+                f"  reused {workdir}: opened (migrations included) in "
+                f"{time.perf_counter() - started:.1f} s, {time.process_time() - cpu:.1f} s CPU",
+                flush=True,
+            )
+            return _measure(size, args, result, corpus, store, home)
         corpus_file = workdir / "corpus.jsonl"
         started = time.perf_counter()
         with corpus_file.open("w", encoding="utf-8") as out:
@@ -303,77 +319,87 @@ def run_size(size: int, args: argparse.Namespace) -> Result:
             flush=True,
         )
         corpus_file.unlink()
-        tool = SessionSearch(store)
-        queries = build_queries(corpus)
-        for q in queries[:10]:  # open the pool's connection, warm the schema cache
-            _discover(tool, q)
-        # The first pass reads index pages the import left to the page cache (or that the
-        # kernel has dropped since); later passes show the design's own cost. Each query's
-        # time is its median over the passes.
-        passes: list[list[float]] = [[] for _ in queries]
-        outs: list[dict[str, Any]] = []
-        for n in range(args.passes):
-            for i, q in enumerate(queries):
-                start = time.perf_counter()
-                out = _discover(tool, q)
-                passes[i].append((time.perf_counter() - start) * 1000)
-                if n == 0:
-                    outs.append(out)
-        result.first_pass = Stats.of([p[0] for p in passes])
-        timings = [
-            (statistics.median(p), q, out) for p, q, out in zip(passes, queries, outs, strict=True)
-        ]
-        result.discover = Stats.of([t for t, _, _ in timings])
-        print(f"  discover, first pass:     {result.first_pass}")
-        print(
-            f"  discover, median of {args.passes}: {result.discover}   "
-            f"p95/goal {result.discover.p95 / DISCOVER_GOAL_MS:.2f}"
-        )
-        by_category: dict[str, list[float]] = defaultdict(list)
-        by_form: dict[str, list[float]] = defaultdict(list)
-        empty = 0
-        for ms, q, out in timings:
-            by_category[q.category].append(ms)
-            by_form[out.get("matched_as", "none") if out["results"] else "no result"].append(ms)
-            empty += not out["results"]
-        for name, ms in sorted(by_category.items()):
-            print(f"    {name:22s} {Stats.of(ms)}")
-        print("    by the form that answered:")
-        for name, ms in sorted(by_form.items()):
-            print(f"    {name:22s} {Stats.of(ms)}")
-        print(f"    queries with no result: {empty}/{len(timings)}")
-        rare, common = [0, 0], [0, 0]
-        misses = []
-        for _, q, out in timings:
-            if q.needle is None:
-                continue
-            tally = rare if q.needle.kind == "rare" else common
-            ok = _needle_found(corpus, q, out)
-            tally[0] += ok
-            tally[1] += 1
-            if not ok:
-                misses.append(f"{q.needle.name} ({q.text!r}, form {out.get('matched_as')})")
-        result.needles_rare, result.needles_common = tuple(rare), tuple(common)  # type: ignore[assignment]
-        print(
-            f"  needles in top 3: rare-token {rare[0]}/{rare[1]}, "
-            f"common-parts {common[0]}/{common[1]}"
-        )
-        for miss in misses:
-            print(f"    missed: {miss}")
-        result.scroll = _scrolls(store, tool, args.scrolls)
-        print(f"  scroll:   {result.scroll}   p95/goal {result.scroll.p95 / SCROLL_GOAL_MS:.2f}")
-        if args.profile:
-            profile(tool, queries, timings)
-        result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"  peak RSS of this process so far: {result.peak_rss_mb:,.0f} MB")
-        store.engine.dispose()
-        dispose_engines()
-        return result
+        return _measure(size, args, result, corpus, store, home)
     finally:
-        if args.keep:
+        if args.keep or reused:
             print(f"  kept {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _measure(
+    size: int,
+    args: argparse.Namespace,
+    result: Result,
+    corpus: Corpus,
+    store: SessionStore,
+    home: Home,
+) -> Result:
+    tool = SessionSearch(store)
+    queries = build_queries(corpus)
+    for q in queries[:10]:  # open the pool's connection, warm the schema cache
+        _discover(tool, q)
+    # The first pass reads index pages the import left to the page cache (or that the
+    # kernel has dropped since); later passes show the design's own cost. Each query's
+    # time is its median over the passes.
+    passes: list[list[float]] = [[] for _ in queries]
+    outs: list[dict[str, Any]] = []
+    for n in range(args.passes):
+        for i, q in enumerate(queries):
+            start = time.perf_counter()
+            out = _discover(tool, q)
+            passes[i].append((time.perf_counter() - start) * 1000)
+            if n == 0:
+                outs.append(out)
+    result.first_pass = Stats.of([p[0] for p in passes])
+    timings = [
+        (statistics.median(p), q, out) for p, q, out in zip(passes, queries, outs, strict=True)
+    ]
+    result.discover = Stats.of([t for t, _, _ in timings])
+    print(f"  discover, first pass:     {result.first_pass}")
+    print(
+        f"  discover, median of {args.passes}: {result.discover}   "
+        f"p95/goal {result.discover.p95 / DISCOVER_GOAL_MS:.2f}"
+    )
+    by_category: dict[str, list[float]] = defaultdict(list)
+    by_form: dict[str, list[float]] = defaultdict(list)
+    empty = 0
+    for ms, q, out in timings:
+        by_category[q.category].append(ms)
+        by_form[out.get("matched_as", "none") if out["results"] else "no result"].append(ms)
+        empty += not out["results"]
+    for name, ms in sorted(by_category.items()):
+        print(f"    {name:22s} {Stats.of(ms)}")
+    print("    by the form that answered:")
+    for name, ms in sorted(by_form.items()):
+        print(f"    {name:22s} {Stats.of(ms)}")
+    print(f"    queries with no result: {empty}/{len(timings)}")
+    rare, common = [0, 0], [0, 0]
+    misses = []
+    for _, q, out in timings:
+        if q.needle is None:
+            continue
+        tally = rare if q.needle.kind == "rare" else common
+        ok = _needle_found(corpus, q, out)
+        tally[0] += ok
+        tally[1] += 1
+        if not ok:
+            misses.append(f"{q.needle.name} ({q.text!r}, form {out.get('matched_as')})")
+    result.needles_rare, result.needles_common = tuple(rare), tuple(common)  # type: ignore[assignment]
+    print(
+        f"  needles in top 3: rare-token {rare[0]}/{rare[1]}, common-parts {common[0]}/{common[1]}"
+    )
+    for miss in misses:
+        print(f"    missed: {miss}")
+    result.scroll = _scrolls(store, tool, args.scrolls)
+    print(f"  scroll:   {result.scroll}   p95/goal {result.scroll.p95 / SCROLL_GOAL_MS:.2f}")
+    if args.profile:
+        profile(tool, queries, timings)
+    result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"  peak RSS of this process so far: {result.peak_rss_mb:,.0f} MB")
+    store.engine.dispose()
+    dispose_engines()
+    return result
 
 
 def _scrolls(store: SessionStore, tool: SessionSearch, count: int) -> Stats:
@@ -542,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="where discover spends its time")
     parser.add_argument("--keep", action="store_true", help="keep the temporary homes")
     parser.add_argument("--tmp", default=None, help="folder for the temporary homes")
+    parser.add_argument(
+        "--reuse", default=None, help="a folder kept by --keep for the same (single) size"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     print(f"machine: {machine()}")
