@@ -44,6 +44,7 @@ from engine.sessions.fts_sqlite import (
     _Walk,
 )
 from engine.sessions.fulltext import Filters, Hit
+from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question
 from engine.sessions.words import stem
@@ -59,6 +60,7 @@ ANSWER = ASKING
 NAME_IN_SESSION = 0.65  # the rest of a name's weight, when its conversation has it anywhere
 NAMED = 30  # conversations checked for the names of a question
 PROXIMITY = 0.3
+PHRASE = 0.5  # the share of a message's score added when it holds the whole query as typed
 NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
 COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
@@ -332,6 +334,8 @@ class Recall:
         for c, p in zip(question.concepts, patterns, strict=True):
             if not c.single:
                 p.add_phrase(c.term.words)
+        whole = [w for c in question.concepts for w in c.term.words]
+        whole = whole if len(question.concepts) > 1 else []
         scanned = []
         for row in rows:
             context = row.context or ""
@@ -366,6 +370,10 @@ class Recall:
                 for k, s in matched.items()
             )
             score += _proximity(where, idf, weights) * saturation
+            if whole and holds_phrase([folded], whole):
+                # The whole question as typed, word for word: what the phrase form used to
+                # return alone comes first, and the rest fills up to the limit.
+                score += PHRASE * sum(idf[k] * weights[k] for k in matched) * saturation
             if row.asks:
                 score *= ASKING
             out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
