@@ -80,11 +80,19 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
 
 def test_messages_written_without_triggers_are_indexed_by_reindex(home: Home) -> None:
     store = _filled(home, 2)
+    with store.engine.begin() as conn:  # the stemmed index's trigger is off too
+        stem_trigger = conn.execute(
+            text("SELECT sql FROM sqlite_master WHERE name = 'messages_stem_ai'")
+        ).scalar_one()
+        conn.execute(text("DROP TRIGGER messages_stem_ai"))
     insert_behind_the_index(store, "s000", "the quokka migration plan")
+    with store.engine.begin() as conn:
+        conn.execute(text(stem_trigger))
     assert _found(store, "quokka") == []
     report = maintenance.check(store)
     assert not report.ok
     assert report.fts["messages_fts"] != "ok" and report.fts["messages_trigram"] != "ok"
+    assert report.fts["messages_stem"] != "ok"
     assert report.counters_wrong == 1  # the row went in behind the store's back
     fixed = maintenance.reindex(store)
     assert fixed.counters_fixed == 1

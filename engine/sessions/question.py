@@ -61,8 +61,11 @@ def _keep(term: Term) -> bool:
     return not is_filler(term.words[0])
 
 
-def read_question(text: str, parsed: Query, anchor: float | None) -> Question | None:
-    """``text`` as a question, or None when it should be searched as typed."""
+def read_question(
+    text: str, parsed: Query, anchor: float | None, keyword: bool = False
+) -> Question | None:
+    """``text`` as a question, or None when it should be searched as typed. With ``keyword``,
+    a lone keyword is read too (for its other forms, once the exact ones are known)."""
     if parsed.cjk or parsed.phrases or parsed.excluded or any(t.prefix for t in parsed.terms):
         return None
     span = None
@@ -74,7 +77,7 @@ def read_question(text: str, parsed: Query, anchor: float | None) -> Question | 
     if not kept:
         # Nothing but filler (or only the date): searched as typed, without the date words.
         return None if span is None or parsed.empty else _as_question(parsed.terms, span, parsed)
-    if len(kept) == 1 and span is None:
+    if len(kept) == 1 and span is None and not keyword:
         # One keyword, or one number among filler ("what about 42"): the exact path answers
         # it, and it alone means filler (kept there) counts for nothing.
         lone = kept[0].words

@@ -201,12 +201,15 @@ class Recall:
 
     # -- candidates ----------------------------------------------------------------------
 
-    def _walks(self, question: Question, forms: list[_Form]) -> list[list[_Walk]]:
+    def _walks(self, question: Question, forms: list[_Form], own_words: bool) -> list[list[_Walk]]:
+        """Each concept's walks. With ``own_words`` (a role filter: the message itself must
+        say it), a reply's context is not matched."""
         walks = []
         for c, form in zip(question.concepts, forms, strict=True):
             mine = []
             if form.words or form.phrases:
-                mine.append(_Walk(STEM_TABLE, form.match(), STEM_TABLE))
+                match = f"content : ({form.match()})" if own_words else form.match()
+                mine.append(_Walk(STEM_TABLE, match, STEM_TABLE))
             if not c.single and not form.phrases:
                 # An identifier (v2.14.3, snake_case, a path): its exact parts, in order.
                 mine.append(self.fts._sparser(self.fts._all_of([c.term], ())))
@@ -215,7 +218,7 @@ class Recall:
 
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
         forms = self._forms(question)
-        walks = self._walks(question, forms)
+        walks = self._walks(question, forms, bool(filters.roles))
         out: list[Ranked] = []
         seen: set[str] = set()
         rounds = [filters]

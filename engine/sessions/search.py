@@ -243,17 +243,41 @@ class SessionSearch:
             chosen: list[tuple[Hit, int | None, Form]] = []
             if question is not None:
                 chosen = self._answers(conn, fts, question, filters, limit)
-                if question.span is not None and not chosen:
-                    question = replace(question, span=None)
+            answered = bool(chosen)
             if not chosen:
                 chosen = self._candidates(fts, parsed, filters, limit, order)
+                if len(chosen) < limit and question is None and order == "relevance":
+                    chosen += self._other_forms(conn, fts, query, parsed, filters, limit, chosen)
             form = chosen[0][2] if chosen else "substring"
-            shown = question.query if question is not None and chosen else parsed
+            shown = question.query if question is not None and answered else parsed
             result["results"] = self._cards(conn, chosen, shown, window)
-        result["matched_as"] = "question" if question is not None and chosen else form
-        if question is not None and question.span is not None:
+        result["matched_as"] = "question" if answered else form
+        if answered and question is not None and question.span is not None:
             result["dates"] = [_day(question.span.since), _day(question.span.until)]
         return result
+
+    def _other_forms(
+        self,
+        conn: Connection,
+        fts: FullText,
+        query: str,
+        parsed: Query,
+        filters: Filters,
+        limit: int,
+        chosen: list[tuple[Hit, int | None, Form]],
+    ) -> list[tuple[Hit, int | None, Form]]:
+        """For a lone keyword found in fewer than ``limit`` conversations as typed: the
+        conversations that have it in another form (stems, compounds), after those."""
+        lone = read_question(query, parsed, None, keyword=True)
+        if lone is None or conn.dialect.name != "sqlite":
+            return []
+        seen = {hit.root_session_id for hit, _, _ in chosen}
+        more = [
+            a
+            for a in self._answers(conn, fts, lone, filters, limit)
+            if a[0].root_session_id not in seen
+        ]
+        return more[: limit - len(chosen)]
 
     @staticmethod
     def _anchor(conn: Connection) -> float:
