@@ -40,7 +40,7 @@ STOPWORDS = frozenset(
 QUESTION_WORDS = frozenset(
     """
     ask asked tell told remind recall remember mention mentioned mentions say said talk talked
-    discuss discussed know find show list many kind sort type thing things something anything
+    discuss discussed know find list many kind sort type thing things something anything
     anyone someone somebody everything happen happened likely probably ever time times way
     please give explain describe name named
     """.split()  # noqa: SIM905
