@@ -353,10 +353,14 @@ class Recall:
             cut = bool(row.cut)
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
+            said_before: dict[int, list[int]] = {}  # positions in the context
             for k, p in enumerate(patterns):
                 strength, at = p.find(folded)
-                if not strength and folded_context and p.find(folded_context)[0]:
-                    strength = answers
+                if not strength and folded_context:
+                    found, before = p.find(folded_context)
+                    if found:
+                        strength = answers
+                        said_before[k] = before
                 if not strength and k in holds.get(row.id, ()):
                     # The index found it where the text check did not (past the scanned
                     # head of a long message, or a word the two stemmers see apart).
@@ -373,6 +377,8 @@ class Recall:
                 for k, s in matched.items()
             )
             score += _proximity(where, idf, weights) * saturation
+            # The words of the turn answered stand together there as they do in that turn.
+            score += _proximity(said_before, idf, weights) * by_context * answers
             if whole and holds_phrase([folded], whole):
                 # The whole question as typed, word for word: what the phrase form used to
                 # return alone comes first, and the rest fills up to the limit.
