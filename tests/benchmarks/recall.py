@@ -729,7 +729,73 @@ TEMPORAL_TEMPLATES: dict[str, dict[str, list[str]]] = {
         "held-out": ["What live show did {s} see {ago}?"],
     },
 }
-FRESH_TEMPLATES: dict[str, list[str]] = {}  # written after tuning: see fresh_questions()
+# Written after tuning, in phrasings of their own, and asked of an archive generated with
+# another seed. Per fact: the kind of question and its templates.
+FRESH_TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "pet": [
+        ("single", "Tell me about the {animal} {s} got from the shelter"),
+        ("single", "what pet does {s} have now?"),
+        ("inference", "Does {s} have a pet at home?"),
+    ],
+    "instrument": [
+        ("single", "What is {s} taking lessons on?"),
+        ("inference", "Could {s} play some music at a party?"),
+    ],
+    "painting": [
+        ("single", "{s}'s painting for the show: what was it of?"),
+        ("single", "What did {s} end up painting?"),
+    ],
+    "job": [
+        ("single", "Did {s} get the job after interviewing?"),
+        ("single", "What new job is {s} starting?"),
+    ],
+    "race": [
+        ("single", "What race did {s} finish on Sunday?"),
+        ("inference", "Does {s} do long-distance running?"),
+    ],
+    "allergy": [
+        ("single", "Is {s} allergic to anything?"),
+        ("single", "which allergies has {s} got"),
+    ],
+    "book": [
+        ("single", "What was the book {s} couldn't put down?"),
+        ("single", "recommend me what {s} read recently"),
+    ],
+    "car": [
+        ("single", "What kind of car does {s} drive now?"),
+        ("single", "How much did {s}'s {brand} cost?"),
+    ],
+    "garden": [
+        ("single", "What's coming up in {s}'s garden?"),
+        ("inference", "Does {s} have a green thumb for vegetables?"),
+    ],
+    "volunteer": [
+        ("single", "Where does {s} volunteer on Thursday evenings?"),
+        ("inference", "Is {s} the volunteering type?"),
+    ],
+    "move": [
+        ("single", "Which city is {s} moving to?"),
+        ("single", "Did {s} sign a lease somewhere new?"),
+    ],
+    "trip": [
+        ("multi", "What road trips has {s} been on?"),
+        ("multi", "Where did {s}'s family drive to on trips?"),
+        ("temporal", "Where was {s}'s road trip in {month} {year}?"),
+        ("temporal", "Where did {s} road trip to {ago}?"),
+    ],
+    "bake": [
+        ("multi", "What does {s} like to bake?"),
+        ("multi", "List everything {s} baked for the neighbours."),
+        ("temporal", "{month} {year}: what did {s} bake?"),
+        ("temporal", "What did {s} bake for the neighbours {ago}?"),
+    ],
+    "concert": [
+        ("multi", "Which live concerts did {s} attend?"),
+        ("multi", "What bands or shows has {s} seen in concert?"),
+        ("temporal", "Who did {s} see in concert in {month} {year}?"),
+        ("temporal", "Which concert was {s} at {ago}?"),
+    ],
+}
 
 
 def _ago(when: datetime, newest: datetime) -> str:
@@ -910,7 +976,7 @@ def evaluate(
         t.b_session += bool({k for k, _ in base} & q.sessions)
         t.b_evidence += bool(set(base) & evidence)
         # Misses are shown for the tuning batch only: the others are for measuring.
-        if not ok_session and shown < misses and q.batch == "tuning":
+        if not ok_evidence and shown < misses and q.batch == "tuning":
             shown += 1
             print(f"    miss [{q.kind}] {q.text!r} (session {'ok' if ok_session else 'MISSED'})")
             print(f"       want: {turns[q.evidence[0]][:100]!r}")
@@ -976,7 +1042,33 @@ def run(
 
 def fresh_questions(archive: Archive) -> list[Question]:
     """Questions from templates written after tuning (see FRESH_TEMPLATES)."""
-    raise SystemExit("the fresh batch is not written yet")
+    newest = max(s.when for s in archive.sessions)
+    pair_of = {s.key: s.pair for s in archive.sessions}
+    out: list[Question] = []
+    recurring: dict[tuple[int, str, str], list[tuple[str, int, Episode, datetime]]] = defaultdict(
+        list
+    )
+    for key, start, ep, speaker, _other, when in archive.episodes:
+        if ep.fact in RECURRING:
+            recurring[pair_of[key], speaker, ep.fact].append((key, start, ep, when))
+            continue
+        evidence = [(key, start + i) for i in ep.evidence]
+        for kind, template in FRESH_TEMPLATES[ep.fact]:
+            filled = template.format(**ep.slots, s=speaker)
+            out.append(Question("fresh", kind, filled, evidence, ep.fact))
+    for (_pair, speaker, fact), found in sorted(recurring.items()):
+        every = [(key, start + i) for key, start, ep, _ in found for i in ep.evidence]
+        for kind, template in FRESH_TEMPLATES[fact]:
+            if kind == "multi":
+                out.append(Question("fresh", kind, template.format(s=speaker), every, fact))
+                continue
+            for key, start, ep, when in found:
+                one = [(key, start + i) for i in ep.evidence]
+                filled = template.format(
+                    s=speaker, month=MONTHS[when.month - 1], year=when.year, ago=_ago(when, newest)
+                )
+                out.append(Question("fresh", kind, filled, one, fact))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
