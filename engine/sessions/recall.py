@@ -9,8 +9,8 @@ in the pair index, "back yard" also as "backyard" when that word is in the index
 is indexed with the text it answers (its ``context`` column), so "A sunset over the lake." is
 found by "what did Caroline paint".
 
-The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best ``PRE`` of
-them are read and scored again on their text, where more is known:
+The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best of them
+(twelve per result wanted) are read and scored again on their text, where more is known:
 
 * a word as typed counts more than another form of it, and a word only in the context of a
   reply counts for less;
@@ -26,6 +26,7 @@ and, when it is elsewhere in the session, the runner-up.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import defaultdict
@@ -51,7 +52,8 @@ from engine.sessions.words import stem
 
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
-PRE = 60  # candidates read and scored on their text
+PRE_PER_RESULT, PRE_MIN = 12, 24  # candidates read and scored on their text, per result wanted
+POSITIONS = 16  # of a concept's places in a message, those kept for proximity
 EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
 ASKING = 0.75  # a message that asks, beside one that tells
 # A reply to a question has the question's words at the weight the question has them: the
@@ -149,11 +151,18 @@ class Recall:
         """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
         if len(word) < 2 * MIN_SPLIT or not _ALPHA.fullmatch(word):
             return []
-        found = []
+        candidates: list[list[tuple[str, str]]] = []
         for i in range(MIN_SPLIT, len(word) - MIN_SPLIT + 1):
             head, tail = word[:i], word[i:]
             tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
-            for t in tails:
+            candidates.append([(head, t) for t in tails])
+        # Most words are no compound: one look-up for all the splits says so.
+        every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
+        if not self._exists("messages_pairs", every):
+            return []
+        found = []
+        for pairs in candidates:
+            for head, t in pairs:
                 if self._exists("messages_pairs", f'"{head}_{t}"'):
                     found.append((head, t))
                     break
@@ -269,14 +278,13 @@ class Recall:
                     lengths[i] = tokens
         weights = question.weights
         average = max(1.0, sum(lengths.values()) / len(lengths))
-        pre = sorted(
-            holds,
-            key=lambda i: (
-                sum(idf[k] * weights[k] for k in holds[i]) / (1 - B + B * lengths[i] / average),
-                i,
-            ),
-            reverse=True,
-        )[:PRE]
+        worth = [idf[k] * weights[k] for k in range(len(idf))]
+        flat, per_token = 1 - B, B / average
+        scores = [
+            (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
+            for i, held in holds.items()
+        ]
+        pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, weights, names)
@@ -337,6 +345,7 @@ class Recall:
         for c, p in zip(question.concepts, patterns, strict=True):
             if not c.single:
                 p.add_phrase(c.term.words)
+        scanner = _Scanner(patterns)
         whole = [w for c in question.concepts for w in c.term.words]
         whole = whole if len(question.concepts) > 1 else []
         scanned = []
@@ -354,10 +363,12 @@ class Recall:
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
             said_before: dict[int, list[int]] = {}  # positions in the context
-            for k, p in enumerate(patterns):
-                strength, at = p.find(folded)
-                if not strength and folded_context:
-                    found, before = p.find(folded_context)
+            in_body = scanner.find(folded)
+            in_context = scanner.find(folded_context) if folded_context else None
+            for k in range(len(patterns)):
+                strength, at = in_body[k]
+                if not strength and in_context is not None:
+                    found, before = in_context[k]
                     if found:
                         strength = answers
                         said_before[k] = before
@@ -406,6 +417,7 @@ class _Patterns:
     stems: set[str]
     started: re.Pattern[str] | None
     phrases: list[tuple[tuple[str, ...], re.Pattern[str]]] = field(default_factory=list)
+    words: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, words: tuple[str, ...], form: _Form) -> _Patterns:
@@ -418,7 +430,7 @@ class _Patterns:
             )
             heads = sorted({s[:3] for s in stems}, key=len, reverse=True)
             started = re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
-        made = cls(exact, stems, started)
+        made = cls(exact, stems, started, words=frozenset(exact_words))
         for phrase in form.phrases:
             made.add_phrase(phrase)
         return made
@@ -448,6 +460,50 @@ class _Patterns:
 def _saturation(length: int, average: float) -> float:
     """BM25's term-frequency part for one occurrence in a message of ``length`` tokens."""
     return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
+
+
+class _Scanner:
+    """Every concept's forms found in one pass over a text: a word that starts like one of
+    their stems is looked at, the rest skipped at C speed."""
+
+    def __init__(self, patterns: list[_Patterns]) -> None:
+        self.patterns = patterns
+        heads = sorted(
+            {w[:3] for p in patterns for w in (*p.words, *p.stems)}, key=len, reverse=True
+        )
+        self.word = (
+            re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
+            if heads
+            else None
+        )
+
+    def find(self, folded: str) -> list[tuple[float, list[int]]]:
+        exact: list[list[int]] = [[] for _ in self.patterns]
+        stemmed: list[list[int]] = [[] for _ in self.patterns]
+        if self.word is not None and folded:
+            for m in self.word.finditer(folded):
+                token, stemmed_token = m.group(), None
+                for k, p in enumerate(self.patterns):
+                    if token in p.words:
+                        if len(exact[k]) < POSITIONS:
+                            exact[k].append(m.start())
+                        continue
+                    if stemmed_token is None:
+                        stemmed_token = stem(token)
+                    if stemmed_token in p.stems and len(stemmed[k]) < POSITIONS:
+                        stemmed[k].append(m.start())
+        out = []
+        for k, p in enumerate(self.patterns):
+            if exact[k]:
+                out.append((EXACT, exact[k]))
+                continue
+            at = stemmed[k]
+            for stems, pattern in p.phrases:
+                for m in pattern.finditer(folded):
+                    if tuple(stem(w) for w in WORD.findall(m.group())) == stems:
+                        at.append(m.start())
+            out.append((STEMMED, at) if at else (0.0, []))
+        return out
 
 
 def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[float]) -> float:
