@@ -13,7 +13,7 @@ filler that went (a one-word keyword query such as ``OOMKilled`` keeps the exact
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.sessions.query import Query, Term, parse_query
 from engine.sessions.when import Span, find_span
@@ -49,6 +49,7 @@ class Question:
     concepts: tuple[Concept, ...]
     span: Span | None
     query: Query  # the concepts as a plain query, for the exact indexes and PostgreSQL
+    keywords: bool = False  # typed as keywords: no filler, name, number or date in it
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -83,7 +84,11 @@ def read_question(
         lone = kept[0].words
         if len(parsed.terms) == 1 or (len(lone) == 1 and is_bare_number(lone[0])):
             return None
-    return _as_question(kept, span, parsed)
+    question = _as_question(kept, span, parsed)
+    plain = len(kept) == len(parsed.terms) and span is None
+    if plain and all(c.weight == 1.0 for c in question.concepts):
+        question = replace(question, keywords=True)
+    return question
 
 
 def _as_question(

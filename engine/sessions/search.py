@@ -241,9 +241,16 @@ class SessionSearch:
             if order == "relevance":
                 question = read_question(query, parsed, self._anchor(conn))
             chosen: list[tuple[Hit, int | None, Form]] = []
+            if question is not None and question.keywords and len(question.concepts) > 1:
+                # Keywords that stand together as typed in enough conversations: those are
+                # the answer (a question's ranking would put them first anyway), at the cost
+                # of a look-up in the pair index.
+                phrased = self._candidates(fts, parsed, filters, limit, order, ("phrase",))
+                if len(phrased) == limit:
+                    chosen, question = phrased, None
             if question is not None:
                 chosen = self._answers(conn, fts, question, filters, limit)
-            answered = bool(chosen)
+            answered = bool(chosen) and question is not None
             if not chosen:
                 chosen = self._candidates(fts, parsed, filters, limit, order)
                 if len(chosen) < limit and question is None and order == "relevance":
@@ -313,7 +320,12 @@ class SessionSearch:
 
     @staticmethod
     def _candidates(
-        fts: FullText, query: Query, filters: Filters, limit: int, order: Any
+        fts: FullText,
+        query: Query,
+        filters: Filters,
+        limit: int,
+        order: Any,
+        forms: tuple[Form, ...] = FORMS,
     ) -> list[tuple[Hit, int | None, Form]]:
         """One hit per conversation (lineage root), best first: the hits of the most precise
         form of the query that has any, then (for a query without quotes, exclusions or
@@ -324,7 +336,7 @@ class SessionSearch:
         # Quotes, exclusions and prefixes ask for precision: the first form with hits is the
         # answer, as typed.
         fill = not (query.phrases or query.excluded or any(t.prefix for t in query.terms))
-        for form in FORMS:
+        for form in forms:
             if form == "substring" and chosen:
                 break
             hits = fts.hits(query, form, filters, want, order)
