@@ -238,7 +238,7 @@ def test_the_stemmed_index_follows_edits_and_deletes(store: SessionStore) -> Non
     ids = _chat(store, "s", 1, "Ana: what did you plant?", "Bo: tomatoes.")
     with store.engine.begin() as conn:
         context = conn.execute(
-            text("SELECT context FROM message_context WHERE id = :id"), {"id": ids[1]}
+            text("SELECT context FROM messages_context WHERE id = :id"), {"id": ids[1]}
         ).scalar()
         conn.execute(
             text("UPDATE messages SET content = 'Ana: anything new?' WHERE id = :id"),
@@ -250,4 +250,4 @@ def test_the_stemmed_index_follows_edits_and_deletes(store: SessionStore) -> Non
     store.delete_session("s")
     assert maintenance.check(store).fts["messages_stem"] == "ok"
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM message_context")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM messages_context")).scalar() == 0

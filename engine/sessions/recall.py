@@ -75,7 +75,7 @@ _ROWS = (
     f"length(m.content) > {SCAN_CHARS} AS cut, substr(rtrim(m.content), -1) = '?' AS asks, "
     "c.context "
     "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
-    "LEFT JOIN message_context AS c ON c.id = m.id WHERE m.id IN ({})"
+    "LEFT JOIN messages_context AS c ON c.id = m.id WHERE m.id IN ({})"
 )
 _ALPHA = re.compile(r"[a-z]+")
 _SESSION_SPANS = (
