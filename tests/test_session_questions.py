@@ -251,3 +251,15 @@ def test_the_stemmed_index_follows_edits_and_deletes(store: SessionStore) -> Non
     assert maintenance.check(store).fts["messages_stem"] == "ok"
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM messages_context")).scalar() == 0
+
+
+def test_noise_in_a_question_is_answered_without_error(store: SessionStore) -> None:
+    """A 3,000-letter word, 300 repeated words, date words alone and punctuation alone: each
+    gets an answer (maybe empty) or the one-line note, never an exception."""
+    _chat(store, "s", 1, "Ana: the deploy failed with a timeout", "Bo: roll back then")
+    words = ("deploy timeout roll back " * 75).strip()
+    for typed in ("what about " + "b" * 3000, words, "last week", "in 2023", "?!?", "'s"):
+        result = _ask(store, typed)
+        assert isinstance(result["results"], list), typed
+    assert _sessions(_ask(store, words)) == ["s"]
+    assert _ask(store, "?!?")["note"] == "the query has no searchable words"

@@ -67,6 +67,7 @@ NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
 COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
 MIN_SPLIT = 3  # letters on each side of a compound's split
+MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run together
 _ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
 # The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
 # and whether it asks.
@@ -149,7 +150,7 @@ class Recall:
 
     def _splits(self, word: str) -> list[tuple[str, ...]]:
         """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
-        if len(word) < 2 * MIN_SPLIT or not _ALPHA.fullmatch(word):
+        if not 2 * MIN_SPLIT <= len(word) <= MAX_COMPOUND or not _ALPHA.fullmatch(word):
             return []
         candidates: list[list[tuple[str, str]]] = []
         for i in range(MIN_SPLIT, len(word) - MIN_SPLIT + 1):
