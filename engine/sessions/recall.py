@@ -411,27 +411,17 @@ _EDGE = r"(?<![^\W_])"
 
 @dataclass
 class _Patterns:
-    """A concept's forms as regular expressions over folded text: C-speed scanning of the
-    candidates, with the stemmer asked only about the words that start like a stem."""
+    """A concept's forms as the text check sees them: words as typed (folded), their stems,
+    and phrases (of stems) with a regular expression that finds where they may be."""
 
-    exact: re.Pattern[str] | None
+    words: frozenset[str]
     stems: set[str]
-    started: re.Pattern[str] | None
     phrases: list[tuple[tuple[str, ...], re.Pattern[str]]] = field(default_factory=list)
-    words: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, words: tuple[str, ...], form: _Form) -> _Patterns:
-        exact_words = sorted({fold(w) for w in (*words, *form.words)}, key=len, reverse=True)
-        stems = {stem(w) for w in exact_words}
-        exact = started = None
-        if exact_words:
-            exact = re.compile(
-                _EDGE + "(?:" + "|".join(map(re.escape, exact_words)) + r")(?![^\W_])"
-            )
-            heads = sorted({s[:3] for s in stems}, key=len, reverse=True)
-            started = re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
-        made = cls(exact, stems, started, words=frozenset(exact_words))
+        exact = frozenset(fold(w) for w in (*words, *form.words))
+        made = cls(exact, {stem(w) for w in exact})
         for phrase in form.phrases:
             made.add_phrase(phrase)
         return made
@@ -441,21 +431,6 @@ class _Patterns:
         gap = r"[^\W_]*[\W_]+"
         body = gap.join(re.escape(s[:3]) for s in stems)
         self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
-
-    def find(self, folded: str) -> tuple[float, list[int]]:
-        """How strongly ``folded`` holds the concept, and where (character offsets)."""
-        if self.exact is not None:
-            at = [m.start() for m in self.exact.finditer(folded)]
-            if at:
-                return EXACT, at
-        at = []
-        if self.started is not None:
-            at = [m.start() for m in self.started.finditer(folded) if stem(m.group()) in self.stems]
-        for stems, pattern in self.phrases:
-            for m in pattern.finditer(folded):
-                if tuple(stem(w) for w in WORD.findall(m.group())) == stems:
-                    at.append(m.start())
-        return (STEMMED, at) if at else (0.0, [])
 
 
 def _saturation(length: int, average: float) -> float:
