@@ -182,7 +182,10 @@ def test_reindex_check_finds_and_fixes_a_stale_index(home: Home) -> None:
     assert report["ok"] is False and report["integrity"] == ["ok"]
     assert "does not match" in report["fts"]["messages_fts"]
     fixed = _ok(run_cairn("sessions", "reindex", home=home))
-    tables = "messages_fts, messages_trigram, messages_cjk, messages_pairs, messages_time_blocks"
+    tables = (
+        "messages_fts, messages_trigram, messages_cjk, messages_pairs, messages_stem, "
+        "messages_time_blocks"
+    )
     assert f"rebuilt {tables}" in fixed.stdout
     found = _json(run_cairn("sessions", "search", "pangolin", "--json", home=home))
     assert [r["session_id"] for r in found["results"]] == ["other-0004"]

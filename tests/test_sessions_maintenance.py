@@ -58,25 +58,41 @@ def test_index_missing_a_message_is_found_and_rebuilt(home: Home) -> None:
             ),
             {"id": message.id, "content": message.content},
         )
+        conn.execute(  # and so does the stemmed index (the first message has no context)
+            text(
+                "INSERT INTO messages_stem(messages_stem, rowid, content, context) "
+                "VALUES ('delete', :id, :content, NULL)"
+            ),
+            {"id": message.id, "content": message.content},
+        )
     assert _found(store, "question 1 about") != ["s001"]
     report = maintenance.check(store)
     assert not report.ok and report.fts["messages_trigram"] == "ok"
     assert "does not match" in report.fts["messages_fts"]
+    assert "does not match" in report.fts["messages_stem"]
     assert "cairn sessions reindex" in maintenance.describe_check(report)
     steps: list[tuple[int, int]] = []
     done = maintenance.reindex(store, progress=lambda *a: steps.append(a))
-    assert steps == [(i, 6) for i in range(1, 7)] and done.messages == 6
+    assert steps == [(i, 7) for i in range(1, 8)] and done.messages == 6
     assert maintenance.check(store).ok
     assert _found(store, "question 1 about")[0] == "s001"
 
 
 def test_messages_written_without_triggers_are_indexed_by_reindex(home: Home) -> None:
     store = _filled(home, 2)
+    with store.engine.begin() as conn:  # the stemmed index's trigger is off too
+        stem_trigger = conn.execute(
+            text("SELECT sql FROM sqlite_master WHERE name = 'messages_stem_ai'")
+        ).scalar_one()
+        conn.execute(text("DROP TRIGGER messages_stem_ai"))
     insert_behind_the_index(store, "s000", "the quokka migration plan")
+    with store.engine.begin() as conn:
+        conn.execute(text(stem_trigger))
     assert _found(store, "quokka") == []
     report = maintenance.check(store)
     assert not report.ok
     assert report.fts["messages_fts"] != "ok" and report.fts["messages_trigram"] != "ok"
+    assert report.fts["messages_stem"] != "ok"
     assert report.counters_wrong == 1  # the row went in behind the store's back
     fixed = maintenance.reindex(store)
     assert fixed.counters_fixed == 1

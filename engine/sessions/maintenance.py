@@ -36,7 +36,13 @@ from engine.home import Home
 from engine.sessions.fts_sqlite import BLOCK_BITS, BLOCKS, FILL_BLOCKS
 from engine.sessions.store import SessionStore
 
-FTS_TABLES = ("messages_fts", "messages_trigram", "messages_cjk", "messages_pairs")
+FTS_TABLES = (
+    "messages_fts",
+    "messages_trigram",
+    "messages_cjk",
+    "messages_pairs",
+    "messages_stem",
+)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NOT_CHECKED = "not checked (read-only database)"
 

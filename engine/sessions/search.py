@@ -13,7 +13,9 @@ Modes:
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
@@ -21,9 +23,12 @@ from typing import Any, Literal
 from sqlalchemy import Connection, TextClause, bindparam, text
 
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit, full_text_for
-from engine.sessions.query import Query, parse_query
+from engine.sessions.query import Query, Term, parse_query
+from engine.sessions.question import Concept, Question, read_question
 from engine.sessions.snippet import snippet
 from engine.sessions.store import SessionInfo, SessionStore
+from engine.sessions.when import anchor_time
+from engine.sessions.words import stem
 
 Mode = Literal["discover", "scroll", "read", "browse"]
 
@@ -79,12 +84,15 @@ _FROM_SQL = text(
 )
 
 # The parts of a result card: the window before the match, the match and the window after
-# it, the session's first and last messages (condition, order and size of each).
+# it, the session's first and last messages, and the window around a second match (condition,
+# order and size of each; a size of 0 leaves a part out).
 _CARD_PARTS = (
-    (" AND id < :at{k}", "DESC", "w"),
-    (" AND id >= :at{k}", "ASC", "w1"),
+    (" AND id < :at{k}", "DESC", "w{k}"),
+    (" AND id >= :at{k}", "ASC", "w1{k}"),
     ("", "ASC", "b"),
     ("", "DESC", "b"),
+    (" AND id < :two{k}", "DESC", "v{k}"),
+    (" AND id >= :two{k}", "ASC", "v1{k}"),
 )
 
 
@@ -96,7 +104,7 @@ def _cards_sql(cards: int) -> TextClause:
         " UNION ALL ".join(
             f"SELECT {k} AS card, {part} AS part, p.* FROM (SELECT {_COLUMNS} FROM messages "
             f"WHERE session_id = :sid{k}{where.format(k=k)} ORDER BY id {order} "
-            f"LIMIT :{size}) AS p"
+            f"LIMIT :{size.format(k=k)}) AS p"
             for k in range(cards)
             for part, (where, order, size) in enumerate(_CARD_PARTS)
         )
@@ -154,6 +162,31 @@ def _session(conn: Connection, sid: str) -> dict[str, Any]:
     if row is None:
         raise SearchError(f"no session {sid!r}")
     return dict(row)
+
+
+def _day(moment: float | None) -> str | None:
+    """A session's date as the card shows it."""
+    if moment is None:
+        return None
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d")
+
+
+_NEWEST_SQL = text("SELECT timestamp FROM messages ORDER BY id DESC LIMIT 1")
+
+
+def _stem_prefix(concept: Concept) -> Term:
+    """A concept as a prefix of its stem, for an index without stems; as typed when the stem
+    is short (run*: runway) or the word is a name or a number."""
+    term = concept.term
+    if not concept.single or concept.weight != 1.0 or not term.words[0].isalpha():
+        return term
+    word = term.words[0]
+    root = stem(word)
+    if root.endswith("i") and word[len(root) - 1 : len(root)] == "y":
+        root = root[:-1]  # Porter ends "policy" as "polici": polic* finds both
+    if len(root) < 4 or root == word:
+        return term
+    return Term(words=(root,), raw=root, prefix=True)
 
 
 class SessionSearch:
@@ -219,50 +252,155 @@ class SessionSearch:
             result["note"] = "the query has no searchable words"
             return result
         with self.store.engine.connect() as conn:
-            hits, form = self._candidates(full_text_for(conn), parsed, filters, limit, order)
-            chosen: dict[str, Hit] = {}  # one hit per conversation (lineage root), best first
-            for hit in hits:
-                chosen.setdefault(hit.root_session_id, hit)
-                if len(chosen) == limit:
-                    break
-            result["results"] = self._cards(conn, list(chosen.values()), parsed, form, window)
-        result["matched_as"] = form
+            fts = full_text_for(conn)
+            question = None
+            if order == "relevance":
+                question = read_question(query, parsed, self._anchor(conn))
+            chosen: list[tuple[Hit, int | None, Form]] = []
+            if question is not None and question.keywords and len(question.concepts) > 1:
+                # Keywords that stand together as typed in enough conversations: those are
+                # the answer (a question's ranking would put them first anyway), at the cost
+                # of a look-up in the pair index.
+                phrased = self._candidates(fts, parsed, filters, limit, order, ("phrase",))
+                if len(phrased) == limit:
+                    chosen, question = phrased, None
+            if question is not None:
+                chosen = self._answers(conn, fts, question, filters, limit)
+            answered = bool(chosen) and question is not None
+            if not chosen:
+                chosen = self._candidates(fts, parsed, filters, limit, order)
+                if len(chosen) < limit and question is None and order == "relevance":
+                    chosen += self._other_forms(conn, fts, query, parsed, filters, limit, chosen)
+            form = chosen[0][2] if chosen else "substring"
+            shown = question.query if question is not None and answered else parsed
+            result["results"] = self._cards(conn, chosen, shown, window)
+        result["matched_as"] = "question" if answered else form
+        if answered and question is not None and question.span is not None:
+            result["dates"] = [_day(question.span.since), _day(question.span.until)]
         return result
+
+    def _other_forms(
+        self,
+        conn: Connection,
+        fts: FullText,
+        query: str,
+        parsed: Query,
+        filters: Filters,
+        limit: int,
+        chosen: list[tuple[Hit, int | None, Form]],
+    ) -> list[tuple[Hit, int | None, Form]]:
+        """For a lone keyword found in fewer than ``limit`` conversations as typed: the
+        conversations that have it in another form (stems, compounds), after those."""
+        lone = read_question(query, parsed, None, keyword=True)
+        if lone is None or conn.dialect.name != "sqlite":
+            return []
+        seen = {hit.root_session_id for hit, _, _ in chosen}
+        more = [
+            a
+            for a in self._answers(conn, fts, lone, filters, limit)
+            if a[0].root_session_id not in seen
+        ]
+        return more[: limit - len(chosen)]
+
+    @staticmethod
+    def _anchor(conn: Connection) -> float:
+        """The "now" of relative dates in a query (when.anchor_time)."""
+        newest = conn.execute(_NEWEST_SQL).scalar()
+        return anchor_time(None if newest is None else float(newest), time.time())
+
+    def _answers(
+        self, conn: Connection, fts: FullText, question: Question, filters: Filters, limit: int
+    ) -> list[tuple[Hit, int | None, Form]]:
+        """A question's best conversations: ranked on stems, context and whole sessions on
+        SQLite (recall.py); on PostgreSQL, its concepts through the word forms, the date span
+        first."""
+        if conn.dialect.name == "sqlite":
+            from engine.sessions.fts_sqlite import SqliteFullText
+            from engine.sessions.recall import Recall
+
+            assert isinstance(fts, SqliteFullText)
+            return [(r.hit, r.second, "any") for r in Recall(fts).rank(question, filters, limit)]
+        rounds = [filters]
+        if question.span is not None:
+            rounds.insert(0, replace(filters, since=question.span.since, until=question.span.until))
+        # No stemmed index there: a word's stem as a prefix finds most of its inflections
+        # ("adopted", "adoption": adopt*).
+        query = Query(tuple(_stem_prefix(c) for c in question.concepts))
+        out: list[tuple[Hit, int | None, Form]] = []
+        for round_filters in rounds:
+            seen = {hit.root_session_id for hit, _, _ in out}
+            for hit, second, form in self._candidates(
+                fts, query, round_filters, limit, "relevance"
+            ):
+                if hit.root_session_id not in seen and len(out) < limit:
+                    seen.add(hit.root_session_id)
+                    out.append((hit, second, form))
+        return out
 
     @staticmethod
     def _candidates(
-        fts: FullText, query: Query, filters: Filters, limit: int, order: Any
-    ) -> tuple[list[Hit], Form]:
-        """The hits of the most precise form of the query that has any."""
+        fts: FullText,
+        query: Query,
+        filters: Filters,
+        limit: int,
+        order: Any,
+        forms: tuple[Form, ...] = FORMS,
+    ) -> list[tuple[Hit, int | None, Form]]:
+        """One hit per conversation (lineage root), best first: the hits of the most precise
+        form of the query that has any, then (for a query without quotes, exclusions or
+        prefixes, ranked by relevance), while there are fewer than ``limit``, those of the
+        looser word forms. Substrings are the last resort, only when no word form has a hit."""
         want = limit * HITS_PER_SESSION
-        for form in FORMS:
+        chosen: dict[str, tuple[Hit, int | None, Form]] = {}
+        # Quotes, exclusions and prefixes ask for precision: the first form with hits is the
+        # answer, as typed.
+        fill = not (query.phrases or query.excluded or any(t.prefix for t in query.terms))
+        for form in forms:
+            if form == "substring" and chosen:
+                break
             hits = fts.hits(query, form, filters, want, order)
-            if hits:
-                return hits, form
-        return [], "substring"
+            for hit in hits or ():
+                if hit.root_session_id not in chosen:
+                    chosen[hit.root_session_id] = (hit, None, form)
+                if len(chosen) == limit:
+                    return list(chosen.values())
+            if chosen and (order != "relevance" or not fill):
+                break  # by time: the most precise form's matches, in their order
+        return list(chosen.values())
 
     @staticmethod
     def _cards(
-        conn: Connection, hits: list[Hit], query: Query, form: Form, window: int
+        conn: Connection,
+        chosen: list[tuple[Hit, int | None, Form]],
+        query: Query,
+        window: int,
     ) -> list[dict[str, Any]]:
-        if not hits:
+        if not chosen:
             return []
-        params: dict[str, Any] = {"w": window, "w1": window + 1, "b": BOOKEND}
-        for k, hit in enumerate(hits):
+        params: dict[str, Any] = {"b": BOOKEND}
+        for k, (hit, second, _form) in enumerate(chosen):
             params.update({f"sid{k}": hit.session_id, f"at{k}": hit.message_id})
+            # A second match away from the first: half the window around each, so the card
+            # keeps today's size.
+            far = second is not None and abs(second - hit.message_id) > window
+            half = max(1, window // 2) if far and window else window
+            params.update({f"w{k}": half, f"w1{k}": half + 1})
+            params.update({f"two{k}": second if far else hit.message_id})
+            params.update({f"v{k}": half if far else 0, f"v1{k}": half + 1 if far else 0})
         parts: dict[tuple[int, int], list[Any]] = defaultdict(list)
-        for row in conn.execute(_cards_sql(len(hits)), params):
+        for row in conn.execute(_cards_sql(len(chosen)), params):
             parts[row.card, row.part].append(row)
-        ids = sorted({hit.session_id for hit in hits})
+        ids = sorted({hit.session_id for hit, _, _ in chosen})
         rows = conn.execute(_SESSIONS_SQL, {"ids": ids}).mappings()
         sessions = {r["session_id"]: dict(r) for r in rows}
         cards = []
-        for k, hit in enumerate(hits):
+        for k, (hit, second, form) in enumerate(chosen):
             # Each part in id order: a UNION ALL promises no order of its own.
-            before, after, first, last = (
+            before, after, first, last, near_before, near_after = (
                 sorted(parts[k, part], key=lambda m: m.id) for part in range(len(_CARD_PARTS))
             )
-            context = before + after
+            merged = {m.id: m for m in before + after + near_before + near_after}
+            context = [merged[i] for i in sorted(merged)]
             matched = next((m for m in context if m.id == hit.message_id), None)
             if matched is None or hit.session_id not in sessions:
                 continue  # deleted since it was found
@@ -270,16 +408,19 @@ class SessionSearch:
             head = [m for m in first if m.id not in shown]
             shown |= {m.id for m in head}
             tail = [m for m in last if m.id not in shown]
-            cards.append(
-                {
-                    **sessions[hit.session_id],
-                    "match_message_id": hit.message_id,
-                    "snippet": snippet(matched.content, query, form),
-                    "messages": [_msg(m) for m in context],
-                    "first_messages": [_msg(m) for m in head],
-                    "last_messages": [_msg(m) for m in tail],
-                }
-            )
+            info = sessions[hit.session_id]
+            card = {
+                **info,
+                "date": _day(info["started_at"]),
+                "match_message_id": hit.message_id,
+                "snippet": snippet(matched.content, query, form),
+                "messages": [_msg(m) for m in context],
+                "first_messages": [_msg(m) for m in head],
+                "last_messages": [_msg(m) for m in tail],
+            }
+            if second is not None and second in shown:
+                card["second_match_message_id"] = second
+            cards.append(card)
         return cards
 
     def scroll(

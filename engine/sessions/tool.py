@@ -50,8 +50,9 @@ SCHEMA: dict[str, Any] = {
             "mode": {"type": "string", "enum": list(MODES), "default": "discover"},
             "query": {
                 "type": "string",
-                "description": "discover: words, names, paths, URLs, error text or quoted "
-                "phrases to look for",
+                "description": "discover: a question in plain words, or words, names, "
+                "paths, URLs, error text or quoted phrases to look for; dates in words "
+                "('last week', 'in August 2023') rank that time first",
             },
             "limit": {
                 "type": "integer",

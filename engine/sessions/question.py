@@ -1,0 +1,112 @@
+"""A query read as a question: the words it is about, how much each counts, and when.
+
+"What did Caroline paint for the art show in August 2023?" is about ``paint``, ``art`` and
+``show``, said by (or to) ``Caroline``, in a span of dates. The rest makes it a sentence. Both
+backends search for the concepts only; SQLite also matches their stems and compounds
+(recall.py).
+
+A query is read this way when it looks like words typed loosely: no quoted phrase, no
+exclusion, no prefix, no CJK, and either more than one word left once the filler is gone, or
+filler that went (a one-word keyword query such as ``OOMKilled`` keeps the exact path).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from engine.sessions.query import Query, Term, parse_query
+from engine.sessions.when import Span, find_span
+from engine.sessions.words import is_bare_number, is_filler, looks_like_name, stem
+
+NAME_WEIGHT = 0.35  # a participant's name, beside a word of the topic
+NUMBER_WEIGHT = 0.35  # a bare number ("7", "2"): an id now and then, by accident more often
+# "Caroline's" is about Caroline; "don't" is two words of filler.
+_POSSESSIVE = re.compile(r"(?<=[^\W_])['’]s\b")
+_APOSTROPHE = re.compile(r"(?<=[^\W_])['’](?=[^\W_])")
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One thing the question is about: a word (or a word of several parts, such as
+    ``road-trip`` or ``v2.14``) and how much a match on it counts."""
+
+    term: Term
+    weight: float = 1.0
+    name: bool = False  # a participant's name: also weighed per session (recall.py)
+
+    @property
+    def single(self) -> bool:
+        return len(self.term.words) == 1
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        return tuple(stem(w) for w in self.term.words)
+
+
+@dataclass(frozen=True)
+class Question:
+    concepts: tuple[Concept, ...]
+    span: Span | None
+    query: Query  # the concepts as a plain query, for the exact indexes and PostgreSQL
+    keywords: bool = False  # typed as keywords: no filler, name, number or date in it
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        return tuple(c.weight for c in self.concepts)
+
+
+def _keep(term: Term) -> bool:
+    if len(term.words) > 1:
+        return not all(is_filler(w) for w in term.words)
+    return not is_filler(term.words[0])
+
+
+def read_question(
+    text: str, parsed: Query, anchor: float | None, keyword: bool = False
+) -> Question | None:
+    """``text`` as a question, or None when it should be searched as typed. With ``keyword``,
+    a lone keyword is read too (for its other forms, once the exact ones are known)."""
+    if parsed.cjk or parsed.phrases or parsed.excluded or any(t.prefix for t in parsed.terms):
+        return None
+    span = None
+    rest = _APOSTROPHE.sub(" ", _POSSESSIVE.sub("", text))
+    if anchor is not None:
+        span, rest = find_span(rest, anchor)
+    parsed = parse_query(rest)
+    kept = [t for t in parsed.terms if _keep(t)]
+    if not kept:
+        # Nothing but filler (or only the date): searched as typed, without the date words.
+        return None if span is None or parsed.empty else _as_question(parsed.terms, span, parsed)
+    if len(kept) == 1 and span is None and not keyword:
+        # One keyword, or one number among filler ("what about 42"): the exact path answers
+        # it, and it alone means filler (kept there) counts for nothing.
+        lone = kept[0].words
+        if len(parsed.terms) == 1 or (len(lone) == 1 and is_bare_number(lone[0])):
+            return None
+    question = _as_question(kept, span, parsed)
+    plain = len(kept) == len(parsed.terms) and span is None
+    if plain and all(c.weight == 1.0 for c in question.concepts):
+        question = replace(question, keywords=True)
+    return question
+
+
+def _as_question(
+    terms: list[Term] | tuple[Term, ...], span: Span | None, parsed: Query
+) -> Question:
+    first = parsed.terms[0] if parsed.terms else None
+    concepts = []
+    seen: set[tuple[str, ...]] = set()
+    for term in terms:
+        if term.words in seen:
+            continue
+        seen.add(term.words)
+        single = len(term.words) == 1
+        weight = 1.0
+        if single and is_bare_number(term.words[0]):
+            weight = NUMBER_WEIGHT
+        elif single and looks_like_name(term.raw, term is first):
+            weight = NAME_WEIGHT
+        concepts.append(Concept(term, weight, name=weight == NAME_WEIGHT and single))
+    query = Query(tuple(c.term for c in concepts))
+    return Question(tuple(concepts), span, query)

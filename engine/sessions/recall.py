@@ -1,0 +1,522 @@
+"""Ranking a question on SQLite: stems, compounds, reply context, proximity, whole sessions.
+
+The candidates come from walks as in fts_sqlite.py: each concept of the question (question.py)
+is walked on its own through the stemmed index ``messages_stem`` (migration 0006), newest
+matches first, with a share of the ranking budget, so a rare word is found over the whole
+history however common the others are. A concept's walk matches its word in any inflection
+(porter stems), and its compounds: "roadtrips" also as "road trip" when that pair of words is
+in the pair index, "back yard" also as "backyard" when that word is in the index. A short reply
+is indexed with the text it answers (its ``context`` column), so "A sunset over the lake." is
+found by "what did Caroline paint".
+
+The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best of them
+(twelve per result wanted) are read and scored again on their text, where more is known:
+
+* a word as typed counts more than another form of it, and a word only in the context of a
+  reply counts for less;
+* concepts near each other in a message add a proximity bonus;
+* a message that only asks ("…?") counts for less than the answer that follows it;
+* the name of a participant counts for a third of a word of the topic (question.py).
+
+Then whole conversations are ranked: the best message, plus half the weight of each concept
+that the best message lacks and another message of the conversation has (the name said in one
+turn, the topic in the next), plus a fifth of the runner-up. The card shows the best message
+and, when it is elsewhere in the session, the runner-up.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import text
+
+from engine.sessions.fts_sqlite import (
+    FEW,
+    FILTERED_RANK_BUDGET,
+    K1,
+    RANK_BUDGET,
+    Found,
+    SqliteFullText,
+    _Walk,
+)
+from engine.sessions.fulltext import Filters, Hit
+from engine.sessions.pairs import holds_phrase
+from engine.sessions.query import WORD, fold
+from engine.sessions.question import Question
+from engine.sessions.words import stem
+
+STEM_TABLE = "messages_stem"
+SCAN_CHARS = 1200  # of a long message, the head is scored on its text
+PRE_PER_RESULT, PRE_MIN = 12, 24  # candidates read and scored on their text, per result wanted
+POSITIONS = 16  # of a concept's places in a message, those kept for proximity
+EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
+ASKING = 0.75  # a message that asks, beside one that tells
+# A reply to a question has the question's words at the weight the question has them: the
+# answer is what the asking was about.
+ANSWER = ASKING
+NAME_IN_SESSION = 0.65  # the rest of a name's weight, when its conversation has it anywhere
+NAMED = 30  # conversations checked for the names of a question
+PROXIMITY = 0.3
+PHRASE = 0.5  # the share of a message's score added when it holds the whole query as typed
+NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
+COVER, RUNNER_UP = 0.5, 0.2
+B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
+MIN_SPLIT = 3  # letters on each side of a compound's split
+MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run together
+_ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
+# The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
+# and whether it asks.
+_ROWS = (
+    f"SELECT m.id, m.session_id, s.root_session_id, substr(m.content, 1, {SCAN_CHARS}) AS head, "
+    f"length(m.content) > {SCAN_CHARS} AS cut, substr(rtrim(m.content), -1) = '?' AS asks, "
+    "c.context "
+    "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+    "LEFT JOIN messages_context AS c ON c.id = m.id WHERE m.id IN ({})"
+)
+_ALPHA = re.compile(r"[a-z]+")
+_SESSION_SPANS = (
+    "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN ({}) GROUP BY session_id"
+)
+_HOLDS_IN_RANGE = (
+    f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1"
+)
+
+
+@dataclass
+class _Form:
+    """How a concept can be written: single words, and phrases (of stems)."""
+
+    words: set[str] = field(default_factory=set)
+    phrases: list[tuple[str, ...]] = field(default_factory=list)
+
+    def match(self) -> str:
+        parts = [f'"{w}"' for w in sorted(self.words)] + [
+            '"' + " ".join(p) + '"' for p in self.phrases
+        ]
+        return " OR ".join(parts)
+
+
+@dataclass
+class Ranked:
+    """A conversation's best message, the runner-up in the same session, and the score."""
+
+    hit: Hit
+    second: int | None
+
+
+@dataclass
+class _Scored:
+    id: int
+    session_id: str
+    root: str
+    score: float
+    matched: dict[int, float]  # concept index → match strength
+
+
+def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
+    """How many messages hold a term, from its walk (as fts_sqlite._idf estimates it)."""
+    low, high = span
+    total = max(1, high - low + 1)
+    if len(found) < budget:
+        return float(len(found))
+    return min(total, len(found) * total / max(1, high - found[-1][0] + 1))
+
+
+class Recall:
+    def __init__(self, fts: SqliteFullText) -> None:
+        self.fts = fts
+        self.conn = fts.conn
+
+    # -- variants ------------------------------------------------------------------------
+
+    def _exists(self, table: str, token: str) -> bool:
+        """Whether ``token`` is in ``table`` at all: one seek, straight on the driver (a
+        statement through SQLAlchemy costs more than the seek)."""
+        return self._first(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (token,))
+
+    def _first(self, sql: str, params: tuple[object, ...]) -> bool:
+        if not self.conn.in_transaction():
+            self.conn.begin()
+        cursor = self.conn.connection.driver_connection.cursor()
+        try:
+            return cursor.execute(sql, params).fetchone() is not None
+        finally:
+            cursor.close()
+
+    def _splits(self, word: str) -> list[tuple[str, ...]]:
+        """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
+        if not 2 * MIN_SPLIT <= len(word) <= MAX_COMPOUND or not _ALPHA.fullmatch(word):
+            return []
+        candidates: list[list[tuple[str, str]]] = []
+        for i in range(MIN_SPLIT, len(word) - MIN_SPLIT + 1):
+            head, tail = word[:i], word[i:]
+            tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
+            candidates.append([(head, t) for t in tails])
+        # Most words are no compound: one look-up for all the splits says so.
+        every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
+        if not self._exists("messages_pairs", every):
+            return []
+        found = []
+        for pairs in candidates:
+            for head, t in pairs:
+                if self._exists("messages_pairs", f'"{head}_{t}"'):
+                    found.append((head, t))
+                    break
+        return found
+
+    def _agent_base(self, word: str) -> str | None:
+        """The verb of an agent noun that the messages hold ("runner": run, "baker": bake),
+        which Porter's stems keep apart."""
+        if len(word) < 5 or not word.endswith(("er", "ers")):
+            return None
+        base = word[: -3 if word.endswith("ers") else -2]
+        # runner → run, baker → bake, gardener → garden
+        for candidate in dict.fromkeys(
+            [base[:-1] if len(base) > 2 and base[-1] == base[-2] else base, base + "e", base]
+        ):
+            if len(candidate) >= 3 and self._exists(STEM_TABLE, f'"{candidate}"'):
+                return candidate
+        return None
+
+    def _forms(self, question: Question) -> list[_Form]:
+        forms = []
+        for c in question.concepts:
+            form = _Form()
+            if c.single:
+                word = c.term.words[0]
+                form.words.add(word)
+                form.phrases.extend(self._splits(word))
+                if c.weight == 1.0 and (base := self._agent_base(word)):
+                    form.words.add(base)
+            elif all(_ALPHA.fullmatch(w) for w in c.term.words) and len(c.term.words) <= 3:
+                form.phrases.append(c.term.words)  # "road-trip", "two-bedroom"
+                joined = "".join(c.term.words)
+                if self._exists(STEM_TABLE, f'"{joined}"'):
+                    form.words.add(joined)
+            forms.append(form)
+        # Two words typed apart that are one word in the messages ("back yard": backyard).
+        for i in range(len(question.concepts) - 1):
+            a, b = question.concepts[i], question.concepts[i + 1]
+            if a.single and b.single:
+                joined = a.term.words[0] + b.term.words[0]
+                if _ALPHA.fullmatch(joined) and self._exists(STEM_TABLE, f'"{joined}"'):
+                    forms[i].words.add(joined)
+                    forms[i + 1].words.add(joined)
+        return forms
+
+    # -- candidates ----------------------------------------------------------------------
+
+    def _walks(self, question: Question, forms: list[_Form], own_words: bool) -> list[list[_Walk]]:
+        """Each concept's walks. With ``own_words`` (a role filter: the message itself must
+        say it), a reply's context is not matched."""
+        walks = []
+        for c, form in zip(question.concepts, forms, strict=True):
+            mine = []
+            if form.words or form.phrases:
+                match = f"content : ({form.match()})" if own_words else form.match()
+                mine.append(_Walk(STEM_TABLE, match, STEM_TABLE))
+            if not c.single and not form.phrases:
+                # An identifier (v2.14.3, snake_case, a path): its exact parts, in order.
+                mine.append(self.fts._sparser(self.fts._all_of([c.term], ())))
+            walks.append(mine)
+        return walks
+
+    def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
+        forms = self._forms(question)
+        walks = self._walks(question, forms, bool(filters.roles))
+        out: list[Ranked] = []
+        seen: set[str] = set()
+        rounds = [filters]
+        if question.span is not None:
+            since = max(filters.since or -math.inf, question.span.since)
+            until = min(filters.until or math.inf, question.span.until)
+            # The span first, then the rest of the history to fill up to the limit.
+            rounds = [replace(filters, since=since, until=until), filters]
+        for round_filters in rounds:
+            for ranked in self._round(question, forms, walks, round_filters, limit):
+                if ranked.hit.root_session_id not in seen:
+                    seen.add(ranked.hit.root_session_id)
+                    out.append(ranked)
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+    def _round(
+        self,
+        question: Question,
+        forms: list[_Form],
+        walks: list[list[_Walk]],
+        filters: Filters,
+        limit: int,
+    ) -> list[Ranked]:
+        budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
+        count = sum(len(w) for w in walks) or 1
+        share = max(FEW, budget // count)
+        id_range = self.fts._id_range(filters)
+        found: list[list[Found]] = [
+            [self.fts._walk(w, filters, share, ids=id_range) for w in mine] for mine in walks
+        ]
+        if not any(f for mine in found for f in mine):
+            return []
+        span = tuple(x or 0 for x in self.conn.execute(_ID_SPAN).one())
+        total = max(1, span[1] - span[0] + 1)
+        idf = []
+        for mine in found:
+            df = sum(_df(f, share, span) for f in mine)  # type: ignore[arg-type]
+            idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
+        # BM25 from the walks: which candidates hold which concept, and their lengths.
+        holds: dict[int, set[int]] = defaultdict(set)
+        lengths: dict[int, int] = {}
+        for k, mine in enumerate(found):
+            for f in mine:
+                for i, tokens in f:
+                    holds[i].add(k)
+                    lengths[i] = tokens
+        weights = question.weights
+        average = max(1.0, sum(lengths.values()) / len(lengths))
+        worth = [idf[k] * weights[k] for k in range(len(idf))]
+        flat, per_token = 1 - B, B / average
+        scores = [
+            (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
+            for i, held in holds.items()
+        ]
+        pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
+        scored = self._rescore(question, forms, pre, holds, idf, lengths)
+        names = [k for k, c in enumerate(question.concepts) if c.name]
+        ranked = _conversations(scored, idf, weights, names)
+        if names:
+            said = {k: {i for f in found[k] for i, _ in f} for k in names}
+            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
+        return [r for _, r in ranked[:limit]]
+
+    def _named(
+        self,
+        ranked: list[tuple[float, Ranked]],
+        names: list[tuple[int, _Form]],
+        idf: list[float],
+        said: dict[int, set[int]],
+    ) -> list[tuple[float, Ranked]]:
+        """Session-level evidence for names: a conversation whose session has the name said
+        anywhere (a participant's name is in every message they wrote) gets the rest of the
+        name's weight. One seek per session and name, in the range of the session's ids."""
+        sids = sorted({r.hit.session_id for _, r in ranked})
+        if not sids:
+            return ranked
+        quoted = ", ".join("'" + sid.replace("'", "''") + "'" for sid in sids)
+        spans = {
+            sid: (low, high)
+            for sid, low, high in self.conn.execute(text(_SESSION_SPANS.format(quoted)))
+        }
+        out = []
+        for score, r in ranked:
+            low, high = spans.get(r.hit.session_id, (0, -1))
+            for k, form in names:
+                # The name's own walk already saw some of its messages: no seek for those.
+                known = any(low <= i <= high for i in said[k])
+                if known or self._first(_HOLDS_IN_RANGE, (form.match(), low, high)):
+                    score += NAME_IN_SESSION * idf[k]
+            out.append((score, r))
+        out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
+        return out
+
+    # -- scoring on the text ---------------------------------------------------------------
+
+    def _rescore(
+        self,
+        question: Question,
+        forms: list[_Form],
+        ids: Sequence[int],
+        holds: dict[int, set[int]],
+        idf: list[float],
+        lengths: dict[int, int],
+    ) -> list[_Scored]:
+        if not ids:
+            return []
+        rows = self.conn.execute(text(_ROWS.format(", ".join(str(int(i)) for i in ids)))).all()
+        weights = question.weights
+        patterns = [
+            _Patterns.of(c.term.words if c.single else (), form)
+            for c, form in zip(question.concepts, forms, strict=True)
+        ]
+        for c, p in zip(question.concepts, patterns, strict=True):
+            if not c.single:
+                p.add_phrase(c.term.words)
+        scanner = _Scanner(patterns)
+        whole = [w for c in question.concepts for w in c.term.words]
+        whole = whole if len(question.concepts) > 1 else []
+        scanned = []
+        for row in rows:
+            context = row.context or ""
+            context_tokens = len(WORD.findall(context)) if context else 0
+            body = max(1, lengths.get(row.id, 1) - context_tokens)
+            scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
+        average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
+        out = []
+        for row, folded, context, context_tokens, body in scanned:
+            answers = ANSWER if context.rstrip().endswith("?") else CONTEXT
+            folded_context = _folded(context) if context else ""
+            cut = bool(row.cut)
+            matched: dict[int, float] = {}
+            where: dict[int, list[int]] = {}
+            said_before: dict[int, list[int]] = {}  # positions in the context
+            in_body = scanner.find(folded)
+            in_context = scanner.find(folded_context) if folded_context else None
+            for k in range(len(patterns)):
+                strength, at = in_body[k]
+                if not strength and in_context is not None:
+                    found, before = in_context[k]
+                    if found:
+                        strength = answers
+                        said_before[k] = before
+                if not strength and k in holds.get(row.id, ()):
+                    # The index found it where the text check did not (past the scanned
+                    # head of a long message, or a word the two stemmers see apart).
+                    strength = STEMMED if cut else CONTEXT
+                if strength:
+                    matched[k] = strength
+                    if at:
+                        where[k] = at
+            saturation = _saturation(body, average)
+            # A concept found in the context counts as it would in the message it answers.
+            by_context = _saturation(max(1, context_tokens), average)
+            score = sum(
+                idf[k] * weights[k] * s * (saturation if k in where else by_context)
+                for k, s in matched.items()
+            )
+            score += _proximity(where, idf, weights) * saturation
+            # The words of the turn answered stand together there as they do in that turn.
+            score += _proximity(said_before, idf, weights) * by_context * answers
+            if whole and holds_phrase([folded], whole):
+                # The whole question as typed, word for word: what the phrase form used to
+                # return alone comes first, and the rest fills up to the limit.
+                score += PHRASE * sum(idf[k] * weights[k] for k in matched) * saturation
+            if row.asks:
+                score *= ASKING
+            out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
+        return out
+
+
+def _folded(content: str) -> str:
+    """Text compared as the index compares words: case and accents folded."""
+    return content.lower() if content.isascii() else fold(content)
+
+
+_EDGE = r"(?<![^\W_])"
+
+
+@dataclass
+class _Patterns:
+    """A concept's forms as the text check sees them: words as typed (folded), their stems,
+    and phrases (of stems) with a regular expression that finds where they may be."""
+
+    words: frozenset[str]
+    stems: set[str]
+    phrases: list[tuple[tuple[str, ...], re.Pattern[str]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, words: tuple[str, ...], form: _Form) -> _Patterns:
+        exact = frozenset(fold(w) for w in (*words, *form.words))
+        made = cls(exact, {stem(w) for w in exact})
+        for phrase in form.phrases:
+            made.add_phrase(phrase)
+        return made
+
+    def add_phrase(self, words: tuple[str, ...]) -> None:
+        stems = tuple(stem(fold(w)) for w in words)
+        gap = r"[^\W_]*[\W_]+"
+        body = gap.join(re.escape(s[:3]) for s in stems)
+        self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
+
+
+def _saturation(length: int, average: float) -> float:
+    """BM25's term-frequency part for one occurrence in a message of ``length`` tokens."""
+    return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
+
+
+class _Scanner:
+    """Every concept's forms found in one pass over a text: a word that starts like one of
+    their stems is looked at, the rest skipped at C speed."""
+
+    def __init__(self, patterns: list[_Patterns]) -> None:
+        self.patterns = patterns
+        heads = sorted(
+            {w[:3] for p in patterns for w in (*p.words, *p.stems)}, key=len, reverse=True
+        )
+        self.word = (
+            re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
+            if heads
+            else None
+        )
+
+    def find(self, folded: str) -> list[tuple[float, list[int]]]:
+        exact: list[list[int]] = [[] for _ in self.patterns]
+        stemmed: list[list[int]] = [[] for _ in self.patterns]
+        if self.word is not None and folded:
+            for m in self.word.finditer(folded):
+                token, stemmed_token = m.group(), None
+                for k, p in enumerate(self.patterns):
+                    if token in p.words:
+                        if len(exact[k]) < POSITIONS:
+                            exact[k].append(m.start())
+                        continue
+                    if stemmed_token is None:
+                        stemmed_token = stem(token)
+                    if stemmed_token in p.stems and len(stemmed[k]) < POSITIONS:
+                        stemmed[k].append(m.start())
+        out = []
+        for k, p in enumerate(self.patterns):
+            if exact[k]:
+                out.append((EXACT, exact[k]))
+                continue
+            at = stemmed[k]
+            for stems, pattern in p.phrases:
+                for m in pattern.finditer(folded):
+                    if tuple(stem(w) for w in WORD.findall(m.group())) == stems:
+                        at.append(m.start())
+            out.append((STEMMED, at) if at else (0.0, []))
+        return out
+
+
+def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[float]) -> float:
+    """A bonus for concepts close together in a message: the nearer, the more (``where``
+    holds character offsets; a word and its separator are about six characters)."""
+    bonus = 0.0
+    keys = sorted(where)
+    for x, a in enumerate(keys):
+        for b in keys[x + 1 :]:
+            gap = min(abs(i - j) for i in where[a] for j in where[b]) / CHARS_PER_WORD
+            if 0 < gap <= NEAR:
+                bonus += PROXIMITY * min(idf[a] * weights[a], idf[b] * weights[b]) / max(1.0, gap)
+    return bonus
+
+
+def _conversations(
+    scored: list[_Scored], idf: list[float], weights: Sequence[float], names: list[int]
+) -> list[tuple[float, Ranked]]:
+    """Conversations by their best message and what their other messages add (names are
+    counted per session instead: see Recall._named)."""
+    by_root: dict[str, list[_Scored]] = defaultdict(list)
+    for s in scored:
+        by_root[s.root].append(s)
+    ranked = []
+    for messages in by_root.values():
+        messages.sort(key=lambda s: (s.score, s.id), reverse=True)
+        best = messages[0]
+        extra = 0.0
+        others = {k for m in messages[1:] for k in m.matched} - set(best.matched) - set(names)
+        for k in others:
+            strength = max(m.matched.get(k, 0.0) for m in messages[1:])
+            extra += COVER * idf[k] * weights[k] * strength
+        second = next((m for m in messages[1:] if m.session_id == best.session_id), None)
+        if len(messages) > 1:
+            extra += RUNNER_UP * messages[1].score
+        total = best.score + extra
+        hit = Hit(best.id, best.session_id, best.root, total)
+        ranked.append((total, Ranked(hit, second.id if second else None)))
+    ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
+    return ranked

@@ -1,0 +1,265 @@
+"""session_search asked in sentences: what a question is about, its dates, and how its answers
+rank (stems, compounds, reply context, names, whole sessions), on a real SQLite store.
+
+Each test writes a few short conversations through ``SessionStore`` and asks what an agent
+would ask. The PostgreSQL backend shares the query reading (stopwords, dates) but not the
+stemmed index; its relevance is covered by test_session_relevance.py.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from engine.home import Home
+from engine.sessions import maintenance
+from engine.sessions.query import parse_query
+from engine.sessions.question import NAME_WEIGHT, NUMBER_WEIGHT, read_question
+from engine.sessions.search import SessionSearch
+from engine.sessions.store import NewMessage, SessionStore
+from engine.sessions.when import STALE_DAYS, anchor_time, find_span
+from tests.conftest import open_store
+
+DAY = 86_400.0
+ANCHOR = datetime(2024, 6, 15, 12, tzinfo=UTC).timestamp()
+
+
+def _day(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d")
+
+
+def _read(text_: str, anchor: float | None = ANCHOR) -> Any:
+    return read_question(text_, parse_query(text_), anchor)
+
+
+# -- reading a question --------------------------------------------------------------------------
+
+
+def test_filler_and_question_words_are_left_out() -> None:
+    """Stopwords and question words go; the topic stays; a capitalised name and a bare number
+    count for less."""
+    q = _read("What did Caroline paint for the art show when she turned 40?")
+    words = {c.term.words[0]: c.weight for c in q.concepts}
+    assert set(words) == {"caroline", "paint", "art", "show", "turned", "40"}
+    assert words["caroline"] == NAME_WEIGHT and words["40"] == NUMBER_WEIGHT
+    assert words["paint"] == 1.0
+    # A possessive is the name, and a contraction is filler.
+    assert {c.term.words[0] for c in _read("Where's Jon's new flat?").concepts} == {
+        "jon",
+        "new",
+        "flat",
+    }
+
+
+def test_what_is_searched_as_typed() -> None:
+    """Quoted text, exclusions, prefixes, CJK, a lone keyword and a query made only of filler
+    are not questions: the exact path answers them as typed."""
+    for typed in ('"what did we say"', "deploy -staging", "deplo*", "数据库 迁移", "OOMKilled"):
+        assert _read(typed) is None, typed
+    assert _read("what is it about") is None
+    assert _read("what about 42") is None  # one number among filler
+
+
+def test_an_acronym_or_the_first_word_is_not_a_name() -> None:
+    concepts = {c.term.words[0]: c.weight for c in _read("Docker fails with OOM on CI").concepts}
+    assert concepts["docker"] == 1.0 and concepts["oom"] == 1.0 and concepts["ci"] == 1.0
+
+
+# -- dates -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "since", "until"),
+    [
+        ("in August 2023", "2023-08-01", "2023-09-08"),
+        ("during aug, 2023", "2023-08-01", "2023-09-08"),
+        ("2023-08", "2023-08-01", "2023-09-08"),
+        ("last week", "2024-06-01", "2024-06-15"),
+        ("last month", "2024-05-01", "2024-06-15"),
+        # N units back, give or take a quarter of that
+        ("two months ago", "2024-03-31", "2024-04-30"),
+        ("three years ago", "2020-09-14", "2022-03-16"),
+        ("a couple of weeks ago", "2024-05-29", "2024-06-05"),
+        ("yesterday", "2024-06-12", "2024-06-15"),
+        ("in March", "2024-03-01", "2024-04-08"),
+        ("in September", "2023-09-01", "2023-10-08"),  # the last September before the anchor
+        ("in 2022", "2022-01-01", "2023-01-08"),
+    ],
+)
+def test_date_words_become_a_span(said: str, since: str, until: str) -> None:
+    span, rest = find_span(f"what did we fix {said}?", ANCHOR)
+    assert span is not None and (_day(span.since), _day(span.until)) == (since, until)
+    assert rest.split()[:4] == ["what", "did", "we", "fix"] and said.split()[-1] not in rest
+
+
+def test_words_that_look_like_dates_but_are_not() -> None:
+    """ "may" as a verb, a bare number or a year out of range stay words."""
+    for typed in ("it may be the cache", "port 2023 is busy", "in 1066 the log", "the 3 files"):
+        span, rest = find_span(typed, ANCHOR)
+        assert span is None and rest == typed, typed
+
+
+def test_relative_dates_count_from_the_newest_message_of_an_old_archive() -> None:
+    now = ANCHOR
+    assert anchor_time(now - 2 * DAY, now) == now
+    assert anchor_time(now - (STALE_DAYS + 1) * DAY, now) == now - (STALE_DAYS + 1) * DAY
+    assert anchor_time(None, now) == now
+
+
+# -- ranking on a real store ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(home: Home) -> SessionStore:
+    return open_store("sqlite", home)
+
+
+def _chat(store: SessionStore, key: str, day: float, *turns: str) -> list[int]:
+    """A session of ``Name: text`` turns, the first speaker as the user."""
+    start = ANCHOR - 400 * DAY + day * DAY
+    store.create_session(session_id=key, started_at=start)
+    roles: dict[str, str] = {}
+    messages = []
+    for i, turn in enumerate(turns):
+        speaker = turn.split(":", 1)[0]
+        role = roles.setdefault(speaker, "user" if not roles else "assistant")
+        messages.append(NewMessage(role=role, content=turn, timestamp=start + 60 * i))
+    return store.append(key, messages)
+
+
+def _ask(store: SessionStore, question: str, **kw: Any) -> dict[str, Any]:
+    return SessionSearch(store)("discover", query=question, limit=kw.pop("limit", 5), **kw)
+
+
+def _sessions(result: dict[str, Any]) -> list[str]:
+    return [card["session_id"] for card in result["results"]]
+
+
+def test_other_inflections_are_found_and_the_typed_form_ranks_first(store: SessionStore) -> None:
+    _chat(store, "adopted", 1, "Ana: We adopted a beagle from the shelter.")
+    _chat(store, "adoption", 2, "Ana: The adoption of the beagle is final.")
+    _chat(store, "other", 3, "Ana: The beagle chewed my shoes.")
+    found = _sessions(_ask(store, "When was the adoption of the beagle?"))
+    assert found[:2] == ["adoption", "adopted"], found
+    # A lone keyword finds its exact form first, then the others.
+    assert _sessions(_ask(store, "adoption")) == ["adoption", "adopted"]
+
+
+def test_compounds_match_either_way(store: SessionStore) -> None:
+    _chat(store, "trip", 1, "Bo: We did a road trip to the coast with the kids.")
+    _chat(store, "yard", 2, "Bo: The backyard is finally fenced.")
+    _chat(store, "noise", 3, "Bo: The road was closed, so the trip was cancelled... kidding.")
+    assert _sessions(_ask(store, "where did Bo go on roadtrips?"))[0] == "trip"
+    assert _sessions(_ask(store, "is the back yard fenced?"))[0] == "yard"
+    assert _sessions(_ask(store, "road-trips"))[0] == "trip"
+
+
+def test_a_short_reply_is_found_through_the_turn_it_answers(store: SessionStore) -> None:
+    """The evidence is "A lighthouse in a storm." and the question's words are in the turn
+    before it: the reply is the card's match, above the asking turn."""
+    ids = _chat(
+        store,
+        "art",
+        1,
+        "Mel: So what did you end up painting for the art show?",
+        "Cleo: A lighthouse in a storm. Took me three weekends!",
+        "Mel: I'd love to see it.",
+    )
+    _chat(store, "museum", 2, "Mel: The art museum has a new show, we should go.")
+    result = _ask(store, "What did Cleo paint for the art show?")
+    assert result["results"][0]["session_id"] == "art"
+    assert result["results"][0]["match_message_id"] == ids[1]
+
+
+def test_a_name_counts_per_session_not_per_message(store: SessionStore) -> None:
+    """Every turn of a speaker holds their name: a message that only has the name does not
+    beat one about the topic, and of two sessions about the topic the one where the named
+    person speaks comes first."""
+    _chat(store, "dana-chat", 1, "Dana: Hi! How are you?", "Eli: Good, you?", "Dana: Fine.")
+    _chat(store, "dana-bake", 2, "Dana: Hey.", "Eli: Hi.", "Eli: I baked sourdough bread today.")
+    _chat(store, "finn-bake", 3, "Finn: I baked sourdough bread today.", "Gus: Nice!")
+    found = _sessions(_ask(store, "What bread did Dana's friend bake?"))
+    assert found[0] == "dana-bake" and found.index("finn-bake") < found.index("dana-chat")
+
+
+def test_the_match_is_the_best_message_not_the_first(store: SessionStore) -> None:
+    ids = _chat(
+        store,
+        "long",
+        1,
+        "Ana: The printer is acting up.",
+        *[f"Ana: filler line {i}" for i in range(12)],
+        "Bo: The printer error was a zeroconf timeout on the spooler.",
+    )
+    card = _ask(store, "printer zeroconf error")["results"][0]
+    assert card["match_message_id"] == ids[-1]
+    assert card["date"] == _day(ANCHOR - 399 * DAY)
+
+
+def test_words_standing_together_come_first_then_the_rest_fills_up(store: SessionStore) -> None:
+    _chat(store, "phrase", 1, "Ana: the staging keys rotate on friday")
+    for i in range(4):
+        _chat(store, f"apart{i}", 2 + i, f"Ana: rotate keys for staging {i}, then friday")
+    found = _sessions(_ask(store, "staging keys"))
+    assert found[0] == "phrase" and len(found) == 5, found
+
+
+def test_a_date_in_the_question_ranks_its_sessions_first(store: SessionStore) -> None:
+    """Two sessions about baking, months apart: the month named, or the span counted back
+    from the newest message (the archive is old), decides; the rest still fills up."""
+    _chat(store, "march", 0, "Ana: I baked a lemon tart for the neighbours.")  # 2023-05-12
+    _chat(store, "july", 70, "Ana: I baked cinnamon rolls for the neighbours.")  # 2023-07-21
+    _chat(store, "newest", 130, "Ana: Nothing much happened this week.")  # 2023-09-19
+    in_month = _ask(store, "What did Ana bake in May 2023?")
+    assert _sessions(in_month)[:2] == ["march", "july"]
+    assert in_month["dates"][0] == "2023-05-01"
+    assert _sessions(_ask(store, "What did Ana bake two months ago?"))[0] == "july"
+
+
+def test_a_second_match_far_in_the_session_gets_a_window_of_its_own(store: SessionStore) -> None:
+    """The card keeps its size: half the window around each match."""
+    turns = [f"Ana: line {i} about nothing" for i in range(30)]
+    turns[3] = "Ana: the gearbox rattles at 80 km/h"
+    turns[25] = "Ana: the gearbox was replaced, no rattle"
+    ids = _chat(store, "car", 1, *turns)
+    card = _ask(store, "why does the gearbox rattle", window=4)["results"][0]
+    shown = [m["id"] for m in card["messages"]]
+    assert card["match_message_id"] in (ids[3], ids[25])
+    assert card["second_match_message_id"] in (ids[3], ids[25])
+    assert {ids[3], ids[25]} <= set(shown) and len(shown) <= 2 * 4 + 1 + 1
+
+
+def test_the_stemmed_index_follows_edits_and_deletes(store: SessionStore) -> None:
+    """A reply's context is stored with it, so editing or deleting the turn before leaves the
+    index sound; deleting the session empties it."""
+    ids = _chat(store, "s", 1, "Ana: what did you plant?", "Bo: tomatoes.")
+    with store.engine.begin() as conn:
+        context = conn.execute(
+            text("SELECT context FROM messages_context WHERE id = :id"), {"id": ids[1]}
+        ).scalar()
+        conn.execute(
+            text("UPDATE messages SET content = 'Ana: anything new?' WHERE id = :id"),
+            {"id": ids[0]},
+        )
+    assert context == "Ana: what did you plant?"
+    assert maintenance.check(store).fts["messages_stem"] == "ok"
+    assert _sessions(_ask(store, "what did Bo plant"))[0] == "s"  # the reply keeps its context
+    store.delete_session("s")
+    assert maintenance.check(store).fts["messages_stem"] == "ok"
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM messages_context")).scalar() == 0
+
+
+def test_noise_in_a_question_is_answered_without_error(store: SessionStore) -> None:
+    """A 3,000-letter word, 300 repeated words, date words alone and punctuation alone: each
+    gets an answer (maybe empty) or the one-line note, never an exception."""
+    _chat(store, "s", 1, "Ana: the deploy failed with a timeout", "Bo: roll back then")
+    words = ("deploy timeout roll back " * 75).strip()
+    for typed in ("what about " + "b" * 3000, words, "last week", "in 2023", "?!?", "'s"):
+        result = _ask(store, typed)
+        assert isinstance(result["results"], list), typed
+    assert _sessions(_ask(store, words)) == ["s"]
+    assert _ask(store, "?!?")["note"] == "the query has no searchable words"
