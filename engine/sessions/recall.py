@@ -142,7 +142,9 @@ class Recall:
     def _first(self, sql: str, params: tuple[object, ...]) -> bool:
         if not self.conn.in_transaction():
             self.conn.begin()
-        cursor = self.conn.connection.driver_connection.cursor()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None  # an open SQLAlchemy connection always has one
+        cursor = driver.cursor()
         try:
             return cursor.execute(sql, params).fetchone() is not None
         finally:
@@ -161,7 +163,7 @@ class Recall:
         every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
         if not self._exists("messages_pairs", every):
             return []
-        found = []
+        found: list[tuple[str, ...]] = []
         for pairs in candidates:
             for head, t in pairs:
                 if self._exists("messages_pairs", f'"{head}_{t}"'):
@@ -263,11 +265,12 @@ class Recall:
         ]
         if not any(f for mine in found for f in mine):
             return []
-        span = tuple(x or 0 for x in self.conn.execute(_ID_SPAN).one())
+        low, high = (x or 0 for x in self.conn.execute(_ID_SPAN).one())
+        span = (int(low), int(high))
         total = max(1, span[1] - span[0] + 1)
         idf = []
         for mine in found:
-            df = sum(_df(f, share, span) for f in mine)  # type: ignore[arg-type]
+            df = sum(_df(f, share, span) for f in mine)
             idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
         # BM25 from the walks: which candidates hold which concept, and their lengths.
         holds: dict[int, set[int]] = defaultdict(set)
