@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -163,3 +164,40 @@ def test_database_failure_is_a_result(home: Home, store: SessionStore) -> None:
     home.state_db.write_bytes(b"not a database at all" * 100)
     result = tool({"query": "vault"})
     assert result["ok"] is False and result["error"] == "unavailable"
+
+
+def test_the_model_searches_past_tool_output_and_sub_agents_unless_it_names_them(
+    store: SessionStore,
+) -> None:
+    """Tried: the same rare word in a user message, in a tool result, and in a sub-agent's
+    session. The model's plain query finds only the conversation; role=tool and
+    source=subagent reach the others; a person's own search sees everything."""
+    t0 = 1_700_000_000.0
+    store.create_session(session_id="chat", source="cli", started_at=t0)
+    store.add_message("chat", "user", "the zephyrine build broke again", timestamp=t0)
+    store.create_session(session_id="tools", source="cli", started_at=t0 + 10)
+    store.append(
+        "tools",
+        [
+            NewMessage(role="user", content="run the build", timestamp=t0 + 10),
+            NewMessage(
+                role="tool",
+                content="error: zephyrine missing",
+                tool_name="terminal",
+                timestamp=t0 + 11,
+            ),
+        ],
+    )
+    store.create_session(session_id="helper", source="subagent", started_at=t0 + 20)
+    store.add_message("helper", "assistant", "zephyrine is the codec", timestamp=t0 + 20)
+    tool = SessionSearchTool(SessionSearch(store))
+
+    def found(arguments: dict[str, Any], **kwargs: Any) -> set[str]:
+        result = tool({"query": "zephyrine", **arguments}, **kwargs)
+        assert result["ok"], result
+        return {card["session_id"] for card in result["results"]}
+
+    assert found({}) == {"chat"}
+    assert found({"role": "tool"}) == {"tools"}
+    assert found({"source": "subagent"}) == {"helper"}
+    assert found({}, for_user=True) == {"chat", "tools", "helper"}

@@ -26,15 +26,20 @@ class Filters:
     since: float | None = None
     until: float | None = None
     exclude_root: str | None = None
+    # What the model's own searches leave out unless it asks: tool output and the sessions of
+    # tools and sub-agents (they echo what the main conversation already holds).
+    exclude_roles: tuple[str, ...] = ()
+    exclude_sources: tuple[str, ...] = ()
 
     @property
     def on_sessions(self) -> bool:
         """Whether a condition is on the session (``s``) rather than the message alone."""
-        return bool(self.sources) or self.exclude_root is not None
+        return bool(self.sources or self.exclude_sources) or self.exclude_root is not None
 
     def sql(self) -> tuple[str, dict[str, object]]:
         """Extra ``AND …`` conditions on ``m`` (messages) and ``s`` (sessions), with params."""
-        clauses, params = [], {}
+        clauses: list[str] = []
+        params: dict[str, object] = {}
         if self.roles:
             names = [f"role{i}" for i in range(len(self.roles))]
             clauses.append(f"m.role IN ({', '.join(':' + n for n in names)})")
@@ -52,6 +57,14 @@ class Filters:
         if self.exclude_root is not None:
             clauses.append("s.root_session_id != :exclude_root")
             params["exclude_root"] = self.exclude_root
+        for column, values, prefix in (
+            ("m.role", self.exclude_roles, "xrole"),
+            ("s.source", self.exclude_sources, "xsource"),
+        ):
+            if values:
+                names = [f"{prefix}{i}" for i in range(len(values))]
+                clauses.append(f"{column} NOT IN ({', '.join(':' + n for n in names)})")
+                params.update(zip(names, values, strict=True))
         return "".join(f" AND {c}" for c in clauses), params
 
 

@@ -211,6 +211,8 @@ class SessionSearch:
         since: Any,
         until: Any,
         current_session_id: str | None,
+        exclude_roles: tuple[str, ...] = (),
+        exclude_sources: tuple[str, ...] = (),
     ) -> Filters:
         def as_tuple(value: str | list[str] | None) -> tuple[str, ...]:
             if value is None:
@@ -227,6 +229,8 @@ class SessionSearch:
             since=parse_time(since),
             until=parse_time(until),
             exclude_root=exclude_root,
+            exclude_roles=() if role else exclude_roles,
+            exclude_sources=() if source else exclude_sources,
         )
 
     def discover(
@@ -240,12 +244,18 @@ class SessionSearch:
         order: Literal["relevance", "newest", "oldest"] = "relevance",
         current_session_id: str | None = None,
         window: int | None = None,
+        exclude_roles: tuple[str, ...] = (),
+        exclude_sources: tuple[str, ...] = (),
     ) -> dict[str, Any]:
+        """The best conversations for ``query``. ``exclude_roles``/``exclude_sources`` leave
+        messages and sessions out unless ``role``/``source`` ask for them by name."""
         if order not in ("relevance", "newest", "oldest"):
             raise SearchError(f"unknown order {order!r}: use relevance, newest or oldest")
         limit = clamp(limit, DEFAULT_LIMIT, 1, MAX_LIMIT)
         window = clamp(window, DEFAULT_WINDOW, 0, MAX_WINDOW)
-        filters = self._filters(role, source, since, until, current_session_id)
+        filters = self._filters(
+            role, source, since, until, current_session_id, exclude_roles, exclude_sources
+        )
         parsed = parse_query(query)
         result: dict[str, Any] = {"mode": "discover", "query": query, "results": []}
         if parsed.empty:

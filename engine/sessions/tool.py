@@ -9,7 +9,7 @@ still scroll to it; ``truncated`` says how much was left out).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -18,6 +18,7 @@ from engine.sessions.search import (
     DEFAULT_WINDOW,
     MAX_LIMIT,
     MAX_WINDOW,
+    Mode,
     SearchError,
     SessionSearch,
     clamp,
@@ -29,6 +30,12 @@ ORDERS = ("relevance", "newest", "oldest")
 DIRECTIONS = ("around", "forward", "backward")
 MAX_MESSAGE_CHARS = 4000
 BROWSE_LIMIT, MAX_BROWSE = 10, 50  # as SessionSearch.browse clamps them
+# The model's discover leaves out tool output and tool or sub-agent sessions unless it names
+# them with role or source: they mostly repeat what a conversation already says, in bulk.
+MODEL_EXCLUDES: dict[str, tuple[str, ...]] = {
+    "exclude_roles": ("tool",),
+    "exclude_sources": ("tool", "subagent"),
+}
 
 SCHEMA: dict[str, Any] = {
     "name": "session_search",
@@ -64,12 +71,13 @@ SCHEMA: dict[str, Any] = {
             "role": {
                 "type": "string",
                 "enum": list(ROLES),
-                "description": "discover: only match messages with this role",
+                "description": "discover: only match messages with this role (tool output is "
+                "searched only when this says tool)",
             },
             "source": {
                 "type": "string",
                 "description": "discover, browse: only sessions from this source (cli, gui, "
-                "telegram, cron, ...)",
+                "telegram, cron, ...; tool and subagent sessions only when named here)",
             },
             "since": {
                 "type": "string",
@@ -179,6 +187,8 @@ class SessionSearchTool:
             mode, kwargs, ignored = self._arguments(arguments)
             if mode == "browse" and not for_user:
                 result = self._browse(kwargs)
+            elif mode == "discover" and not for_user:
+                result = self.search(mode, **kwargs, **MODEL_EXCLUDES)
             else:
                 result = self.search(mode, **kwargs)
         except (_Invalid, SearchError) as exc:
@@ -193,13 +203,13 @@ class SessionSearchTool:
             out["note"] = f"ignored for mode {mode}: {', '.join(ignored)}"
         return out
 
-    def _arguments(self, arguments: Any) -> tuple[str, dict[str, Any], list[str]]:
+    def _arguments(self, arguments: Any) -> tuple[Mode, dict[str, Any], list[str]]:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             raise _Invalid("arguments must be a JSON object")
         given = {k: v for k, v in arguments.items() if v is not None}
-        mode = _choice("mode", given.pop("mode", None) or self._implied(given), MODES)
+        mode = cast(Mode, _choice("mode", given.pop("mode", None) or self._implied(given), MODES))
         if mode == "discover" and not str(given.get("query") or "").strip():
             mode = "browse"  # nothing to look for: the recent sessions are the useful answer
             given.pop("query", None)
