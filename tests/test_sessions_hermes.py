@@ -95,6 +95,15 @@ def test_list_and_search_say_what_is_not_imported_then_import_copies_lineage_onc
     assert "3 sessions" in listed["hint"] and "--from-hermes" in listed["hint"]
     code, found = run(capsys, home, "sessions", "search", "Kestrel")
     assert "--from-hermes" in found["hint"]
+    # Before the import their messages are still found, read-only, and marked as theirs.
+    # One message a session, its newest match ("In the bucket kestrel-thumbs.").
+    foreign = [(f["session_id"], f["role"]) for f in found["hermes_results"]]
+    assert foreign == [("h-child", "assistant"), ("h-root", "user")]
+    code = cli.main(["sessions", "search", "thumbnails", "--home", str(home.root)])
+    out = capsys.readouterr().out
+    assert "(Hermes Agent, not imported)" in out and "where does Kestrel keep thumbnails" in out
+    code, found = run(capsys, home, "sessions", "search", "100%_off")
+    assert found["hermes_results"] == [], "LIKE wildcards in a query match only themselves"
 
     code, report = run(capsys, home, "sessions", "import", "--from-hermes")
     assert code == 0, report

@@ -427,6 +427,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     hint = _hermes_hint(args, store) if args.mode in ("discover", "browse") else None
     if hint:
         result["hint"] = hint
+        if args.mode == "discover":
+            foreign = hermes.search(args.home_path, store, args.query or "")
+            result["hermes_results"] = foreign
+            text += "".join(
+                f"\n  {f['session_id'][:8]}  (Hermes Agent, not imported)  "
+                f"{f['role']}: {_one_line(f['content'])}"
+                for f in foreign
+            )
         text += f"\n{hint}"
     _emit(args, {"ok": True, **result}, text)
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -194,3 +195,50 @@ def import_from(
             "Cairn's own)"
         )
     return import_sessions(store, export_lines(path), batch_size=batch_size)
+
+
+FOREIGN_RESULTS = 5
+_WORD = re.compile(r"\w[\w.-]*", re.UNICODE)
+
+
+def search(home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RESULTS) -> list[dict]:
+    """Messages of the other program's sessions that Cairn has not copied, holding every word
+    of ``query`` (case-insensitive), newest first; read-only, for a hint beside Cairn's own
+    results until the user imports them. Empty when there is no such database."""
+    path = hermes_db(home)
+    words = [w.lower() for w in _WORD.findall(query)][:8]
+    if path is None or not words:
+        return []
+    try:
+        with _reading(path) as conn:
+            ids = [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+            copied = store.has_sessions(ids)
+            order = "m.timestamp DESC" if "timestamp" in _columns(conn, "messages") else "m.id DESC"
+            where = " AND ".join("lower(m.content) LIKE ? ESCAPE '\\'" for _ in words)
+            params = [f"%{_escape_like(w)}%" for w in words]
+            rows = conn.execute(
+                f"SELECT m.session_id, m.id, m.role, m.content FROM messages m "
+                f"WHERE {where} ORDER BY {order} LIMIT ?",
+                [*params, (limit + len(copied)) * 4],
+            ).fetchall()
+    except HermesError:
+        return []
+    found: list[dict] = []
+    for session_id, message_id, role, content in rows:
+        if str(session_id) in copied or any(f["session_id"] == str(session_id) for f in found):
+            continue
+        found.append(
+            {
+                "session_id": str(session_id),
+                "message_id": message_id,
+                "role": role,
+                "content": str(content or "")[:300],
+            }
+        )
+        if len(found) == limit:
+            break
+    return found
+
+
+def _escape_like(word: str) -> str:
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
