@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
         w.changed.connect(self.memory.apply_changes)
         w.changed.connect(self.pending.apply_changes)
         w.changed.connect(self.badge.apply_changes)
+        w.changed.connect(self._show_approval)
         w.changed.connect(self._on_changed)
         # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
         self.memory.entrySelected.connect(self._on_panel_selection)
@@ -187,7 +188,7 @@ class MainWindow(QMainWindow):
         self.addToolBar(toolbar)
         self.new_action = self._action("New session", "Ctrl+N", self.new_session, toolbar)
         self.search_action = self._action("Search sessions", "Ctrl+K", self.focus_search, toolbar)
-        self.pending_action = self._action("Pending writes", "Ctrl+P", self.show_pending, None)
+        self.pending_action = self._action("Pending writes…", "Ctrl+P", self.show_pending, None)
         self.focus_chat_action = self._action("Focus chat", "Ctrl+L", self.chat.setFocus, None)
         toolbar.addSeparator()
         toggle_sessions = self.sessions_dock.toggleViewAction()
@@ -199,11 +200,17 @@ class MainWindow(QMainWindow):
         toggle_journey = self.journey_dock.toggleViewAction()
         toggle_journey.setShortcut(QKeySequence("Ctrl+3"))
         toolbar.addAction(toggle_journey)
-        toolbar.addWidget(self.badge)
+        self.badge.place(toolbar)
         self.migrate_action = self._action(
             "Import from OpenClaw…", "Ctrl+Shift+I", self.open_migration, None
         )
         self.menuBar().addMenu("&File").addActions([self.migrate_action])
+        # Staged writes and whether writes are staged at all, where a user looks for them.
+        self.approval_action = QAction("Stage memory writes for approval", self)
+        self.approval_action.setCheckable(True)
+        self.approval_action.toggled.connect(self._approval_toggled)
+        memory_menu = self.menuBar().addMenu("&Memory")
+        memory_menu.addActions([self.pending_action, self.approval_action])
         self._action("Quit", QKeySequence.StandardKey.Quit, self.close, None)
 
     def _action(
@@ -245,6 +252,23 @@ class MainWindow(QMainWindow):
     def focus_search(self) -> None:
         self.sessions_dock.show()
         self.sessions.setFocus()
+
+    @Slot(object)
+    def _show_approval(self, changes: object) -> None:
+        approval = getattr(changes, "approval", None)
+        if approval is None:
+            return
+        self.approval_action.blockSignals(True)  # showing the state is not a request
+        self.approval_action.setChecked(approval)
+        self.approval_action.blockSignals(False)
+        self.badge.setToolTip(
+            self.badge.toolTip().split(" (")[0]
+            + (" (approval is on)" if approval else " (approval is off)")
+        )
+
+    @Slot(bool)
+    def _approval_toggled(self, on: bool) -> None:
+        self.submitRequested.emit(f"/memory approval {'on' if on else 'off'}")
 
     @Slot()
     def show_pending(self) -> None:

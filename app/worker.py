@@ -46,6 +46,7 @@ class ChangeSet:
     ``session``: the current session ``{"session_id", "parent_session_id", "reason"}``.
     ``model``: ``{"configured": bool, "name", "error", "notifications"}`` (the last is
     ``display.memory_notifications``).
+    ``approval``: whether memory writes are staged for approval.
     """
 
     memory: dict[str, Any] | None = None
@@ -54,6 +55,8 @@ class ChangeSet:
     sessions: list[dict[str, Any]] | None = None
     session: dict[str, Any] | None = None
     model: dict[str, Any] | None = None
+    # Whether memory writes wait for approval now (config.yaml, which a terminal may change).
+    approval: bool | None = None
     reasons: list[str] = field(default_factory=list)
 
 
@@ -457,6 +460,7 @@ class EngineWorker(QObject):
             except MemoryToolError as exc:
                 memory[target.value] = {"target": target.value, "items": [], "error": exc.message}
         changes.memory = memory
+        changes.approval = bool(service.config.memory.write_approval)
         changes.pending = [p.model_dump() for p in service.pending()]
         try:  # staged skill writes wait in the same dialog
             changes.pending += [p.model_dump() for p in self._skills().pending()]

@@ -285,3 +285,32 @@ def test_approval_fails_when_the_entry_changed(qtbot: QtBot, home: Home) -> None
             qtbot.mouseClick(dialog.reject_all_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: dialog.model.rowCount() == 0, timeout=10_000)
         assert dialog.outcome_texts()[-1].startswith("✓ Rejected")
+
+
+def test_the_window_shows_staged_writes_and_whether_approval_is_on(
+    qtbot: QtBot, home: Home
+) -> None:
+    """Tried as a user would: the window open, approval switched on in a terminal, a write
+    staged by another Cairn; then approval switched off from the window's Memory menu."""
+    from engine import cli
+    from engine.config import load_config
+    from engine.memory.entries import Target
+    from engine.memory.service import MemoryService
+    from tests.test_app_window import open_window
+
+    window = open_window(qtbot, home)
+    badge_action = window.badge.action
+    assert badge_action is not None
+    assert not badge_action.isVisible() and not window.approval_action.isChecked()
+
+    assert cli.main(["memory", "approval", "on", "--home", str(home.root)]) == 0
+    MemoryService(home).write(Target.MEMORY, [{"action": "add", "content": "Uses Podman"}])
+    qtbot.waitUntil(lambda: badge_action.isVisible(), timeout=5_000)
+    assert window.badge.text() == "1 pending"
+    qtbot.waitUntil(lambda: window.approval_action.isChecked(), timeout=5_000)
+    menus = {a.text(): a for a in window.menuBar().actions()}
+    assert window.pending_action in menus["&Memory"].menu().actions()
+
+    window.approval_action.trigger()  # off, from the menu
+    qtbot.waitUntil(lambda: load_config(home).memory.write_approval is False, timeout=10_000)
+    window.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QItemSelection, Qt, Signal, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QSplitter,
+    QToolBar,
     QToolButton,
     QTreeView,
     QVBoxLayout,
@@ -261,13 +263,28 @@ class PendingDialog(QDialog):
 
 
 class PendingBadge(QToolButton):
-    """A toolbar button showing how many writes wait for approval; hidden when none do."""
+    """A toolbar button showing how many writes wait for approval; hidden when none do.
+
+    In a toolbar a widget is shown and hidden through the action the toolbar made for it
+    (``QToolBar.addWidget``); ``QWidget.setVisible`` on the widget itself does nothing there,
+    which kept the badge hidden for good. :meth:`place` records that action.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.count = 0
+        self._action: QAction | None = None
         self.show_count(0)
+
+    def place(self, toolbar: QToolBar) -> None:
+        self._action = toolbar.addWidget(self)
+        self._action.setVisible(self.count > 0)
+
+    @property
+    def action(self) -> QAction | None:
+        """The toolbar's action for the badge (what is shown or hidden), once placed."""
+        return self._action
 
     @Slot(object)
     def apply_changes(self, changes: Any) -> None:
@@ -280,4 +297,7 @@ class PendingBadge(QToolButton):
         self.setText(f"{count} pending")
         noun = "write waits" if count == 1 else "writes wait"
         self.setToolTip(f"{count} memory {noun} for approval")
-        self.setVisible(count > 0)
+        if self._action is not None:
+            self._action.setVisible(count > 0)
+        else:
+            self.setVisible(count > 0)
