@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from engine import __version__
@@ -30,13 +31,94 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from engine import chat_cli, cron_cli, journey_cli, profiles_cli
-    from engine.memory import cli as memory_cli
-    from engine.migrate import cli as migrate_cli
-    from engine.sessions import cli as sessions_cli
-    from engine.skills import cli as skills_cli
+# Each command group's module, imported only when its command runs: together they import most
+# of the engine, which `cairn memory show` has no use for. Plain imports inside functions, so
+# the import contracts still see every edge.
+def _memory_cli() -> ModuleType:
+    from engine.memory import cli
 
+    return cli
+
+
+def _sessions_cli() -> ModuleType:
+    from engine.sessions import cli
+
+    return cli
+
+
+def _skills_cli() -> ModuleType:
+    from engine.skills import cli
+
+    return cli
+
+
+def _chat_cli() -> ModuleType:
+    from engine import chat_cli
+
+    return chat_cli
+
+
+def _migrate_cli() -> ModuleType:
+    from engine.migrate import cli
+
+    return cli
+
+
+def _profiles_cli() -> ModuleType:
+    from engine import profiles_cli
+
+    return profiles_cli
+
+
+def _cron_cli() -> ModuleType:
+    from engine import cron_cli
+
+    return cron_cli
+
+
+def _journey_cli() -> ModuleType:
+    from engine import journey_cli
+
+    return journey_cli
+
+
+COMMAND_MODULES: dict[str, Callable[[], ModuleType]] = {
+    "memory": _memory_cli,
+    "sessions": _sessions_cli,
+    "skills": _skills_cli,
+    "chat": _chat_cli,
+    "model": _chat_cli,
+    "claw": _migrate_cli,
+    "profile": _profiles_cli,
+    "cron": _cron_cli,
+    "journey": _journey_cli,
+}
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command group ``argv`` names (the first word that is not an option or the value
+    of --home/--profile), or None."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in ("--home", "--profile"):
+            skip = True
+        elif not word.startswith("-"):
+            return word if word in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv`` naming a command, only that command's module is loaded
+    (help, errors and unknown words get every command)."""
+    command = _command_of(argv) if argv is not None else None
+    if command:
+        loaders = [COMMAND_MODULES[command]]
+    elif argv is not None and list(argv) == ["--version"]:
+        loaders = []  # answered by the top-level parser alone
+    else:
+        loaders = list(dict.fromkeys(COMMAND_MODULES.values()))
     common = _common()
     parser = argparse.ArgumentParser(
         prog="cairn",
@@ -48,14 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     gui = sub.add_parser("gui", parents=[common], help="open the desktop app")
     gui.set_defaults(handler=_gui)
-    memory_cli.register(sub, common)
-    sessions_cli.register(sub, common)
-    skills_cli.register(sub, common)
-    chat_cli.register(sub, common)
-    migrate_cli.register(sub, common)
-    profiles_cli.register(sub, common)
-    cron_cli.register(sub, common)
-    journey_cli.register(sub, common)
+    for load in loaders:
+        load().register(sub, common)
     return parser
 
 
@@ -265,7 +341,7 @@ def main(argv: Sequence[str] | None = None, open_window: WindowOpener | None = N
         from engine.config import load_config
         from engine.memory.service import MemoryService
 
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         for name, default in (("home", None), ("profile", None), ("json", False)):
             if not hasattr(args, name):

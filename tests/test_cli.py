@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from engine.config import update_config
 from engine.home import Home
-from tests.conftest import run_cairn
+from tests.conftest import REPO, run_cairn
 
 
 def cairn_json(home: Home, *args: str, stdin: str | None = None, ok: bool = True) -> dict:
@@ -112,3 +115,25 @@ def test_bad_config_is_a_clear_error(home: Home) -> None:
     proc = run_cairn("memory", "show", home=home)
     assert proc.returncode == 0
     assert "memory.write_approval" in proc.stderr and "taken as off" in proc.stderr
+
+
+def test_a_command_loads_only_its_own_command_group(tmp_path: Path) -> None:
+    """`cairn memory show` used to import every command group's module to build its parser
+    (a third of its start-up); now only memory's is loaded. Help still lists every command."""
+    code = (
+        "import sys\n"
+        "from engine import cli\n"
+        f"cli.main(['memory', 'show', '--home', {str(tmp_path / 'h')!r}])\n"
+        "others = ('engine.sessions.cli', 'engine.migrate', 'engine.journey_cli',\n"
+        "          'engine.cron_cli', 'engine.chat_cli', 'engine.skills.cli')\n"
+        "print('LOADED:' + ','.join(m for m in others if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "LOADED:"
+    helped = subprocess.run(
+        [sys.executable, "-m", "app.launch", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    for command in ("memory", "sessions", "skills", "chat", "model", "claw", "cron", "journey"):
+        assert command in helped.stdout
