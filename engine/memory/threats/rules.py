@@ -1,4 +1,4 @@
-"""Threat scanner for persistent memory entries.
+"""The rules layer of the memory threat scanner: named patterns on a normalised copy of the text.
 
 Memory entries are injected into the system prompt of every future session, so an entry that is
 really an instruction ("ignore previous instructions", "curl $API_KEY to ...") would let whoever
@@ -26,26 +26,8 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, computed_field, field_validator
-
-__all__ = [
-    "BLOCKED_PREFIX",
-    "CATEGORIES",
-    "Finding",
-    "Verdict",
-    "placeholder",
-    "scan",
-]
-
-CATEGORIES = (
-    "injection",
-    "exfiltration",
-    "persistence",
-    "secret",
-    "invisible_unicode",
-    "obfuscation",
-)
-BLOCKED_PREFIX = "[BLOCKED:"
+from engine.memory.threats import prefilter
+from engine.memory.threats.verdict import BLOCKED_PREFIX, Finding
 
 _EXCERPT_MAX = 60
 # Findings are for humans and logs; a flood of identical hits adds nothing but output size.
@@ -58,47 +40,6 @@ _MAX_DECODED_CHARS = 16_384
 _MAX_RESCANS = 16
 _MAX_B64_CHARS = 16_384
 _MAX_DEPTH = 2
-
-
-class Finding(BaseModel):
-    """One match: which rule fired and where, in the caller's original text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    category: str
-    start: int
-    end: int
-    excerpt: str
-
-    @field_validator("category")
-    @classmethod
-    def _known_category(cls, value: str) -> str:
-        if value not in CATEGORIES:
-            raise ValueError(f"unknown category {value!r}")
-        return value
-
-
-class Verdict(BaseModel):
-    """The scanner's decision for one entry; any finding blocks it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    blocked: bool
-    findings: list[Finding]
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def categories(self) -> list[str]:
-        return sorted({f.category for f in self.findings})
-
-
-def placeholder(verdict: Verdict) -> str:
-    """Text shown instead of a blocked entry, naming why it was withheld."""
-    if not verdict.blocked:
-        raise ValueError("placeholder() is only meaningful for a blocked verdict")
-    cats = ", ".join(verdict.categories) or "unknown"
-    return f"{BLOCKED_PREFIX} entry withheld ({cats}) — inspect it with `cairn memory show`]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -1173,8 +1114,21 @@ def _span(mapping: list[int], start: int, end: int) -> tuple[int, int]:
     return mapping[start], mapping[last] + 1
 
 
-def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
-    for rule in _RULES:
+@functools.cache
+def _gate() -> prefilter.Gate:
+    """One gate for rules and chains (bits 0..len(_RULES)-1 are rules, the rest chains)."""
+    reqs = [prefilter.required(r.pattern) for r in _RULES]
+    for chain in _CHAINS:
+        # Every part must match, so the most selective part's literals gate the whole chain.
+        parts = [r for r in map(prefilter.required, chain.parts) if r is not None]
+        reqs.append(max(parts, key=prefilter._score) if parts else None)
+    return prefilter.Gate(reqs)
+
+
+def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
+    for index, rule in enumerate(_RULES):
+        if not mask >> index & 1:
+            continue
         target, mapping = (norm.cp, norm.cp_map) if rule.on_case else (norm.lc, norm.lc_map)
         count = 0
         for m in rule.pattern.finditer(target):
@@ -1240,9 +1194,12 @@ def _chain_spans(chain: _Chain, ctx: _ChainContext) -> list[tuple[int, int]]:
     return [(start, end) for end, start in chained]
 
 
-def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
+def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
     ctx = _ChainContext(norm.lc)
-    for chain in _CHAINS:
+    mask >>= len(_RULES)
+    for index, chain in enumerate(_CHAINS):
+        if not mask >> index & 1:
+            continue
         count = 0
         for start, end in _chain_spans(chain, ctx):
             if chain.accept is not None and not chain.accept(norm.lc, start, end):
@@ -1452,8 +1409,9 @@ def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
     norm = _normalise(text)
     _invisible(text, budget, collector)
     _forged_marker(norm, emit)
-    _run_rules(norm, emit)
-    _run_chains(norm, emit)
+    mask = _gate().mask(norm.lc)
+    _run_rules(norm, emit, mask)
+    _run_chains(norm, emit, mask)
     _html_comments(norm, emit)
     _mixed_script(norm, emit)
     if budget.depth < _MAX_DEPTH:
@@ -1462,28 +1420,7 @@ def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
     return collector.findings
 
 
-def scan(text: str) -> Verdict:
-    """Scan one memory entry; ``blocked`` is True if anything at all was found."""
-    if not isinstance(text, str):
-        raise TypeError(f"scan() expects str, not {type(text).__name__}")
-    if len(text) <= _CACHED_CHARS:
-        return _scan_cached(text)
-    return _scan_uncached(text)
-
-
-def _scan_uncached(text: str) -> Verdict:
-    findings = _scan_findings(text, _Budget())
-    return Verdict(blocked=bool(findings), findings=findings)
-
-
-# The same entries are scanned again and again: at every session start, on approval replays,
-# by the desktop client. Verdicts are immutable, so they can be shared; only entry-sized texts
-# are kept, so the cache stays a few megabytes at most.
-_CACHED_CHARS = 4096
-_scan_cached = functools.lru_cache(maxsize=1024)(_scan_uncached)
-
-
-def iter_rule_ids() -> Iterator[str]:
+def rule_ids() -> Iterator[str]:
     """Every rule id the scanner can report (for docs and tests)."""
     fixed = (
         "injection.hidden_comment",
