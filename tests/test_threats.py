@@ -290,7 +290,7 @@ def test_verdict_is_json_serialisable_and_frozen() -> None:
     assert payload["categories"] == ["injection", "invisible_unicode", "secret"]
     # Issue 18: every finding also names the layer of the scanner that decided.
     assert {"id", "category", "start", "end", "excerpt", "layer"} == set(payload["findings"][0])
-    assert payload["layers"] == ["rules"]
+    assert payload["layers"][0] == "rules"
     assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
     with pytest.raises(ValueError):
         verdict.blocked = False  # type: ignore[misc]

@@ -117,6 +117,7 @@ _ASCII_RUN = re.compile(r"[!-~]+")
 _ASCII_CLASSES = str.maketrans(
     {chr(c): (_C_LATIN if chr(c).isalpha() else _C_NONLETTER) for c in range(0x21, 0x7F)}
 )
+_ASCII_CLASSES_WS = {**_ASCII_CLASSES, ord(" "): _C_NONLETTER, ord("\n"): _C_NONLETTER}
 _LINE_BREAKS = frozenset("\n\r\u2028\u2029\x0b\x0c\x85")
 
 
@@ -209,7 +210,35 @@ def _normalise_char(b: _Builder, ch: str, idx: int) -> None:
             b.put_char(sub, idx, _C_LATIN if _is_latin_letter(sub) else _C_OTHER)
 
 
+_WS_RUN = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]+")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+_BREAKS = re.compile(r"[\n\r\x0b\x0c]")
+
+
+def _normalise_ascii(text: str) -> _Norm:
+    """The same result as the general path for plain ASCII, built from whole runs at once."""
+    parts: list[str] = []
+    mapping: list[int] = []
+    pos = 0
+    for m in _WS_RUN.finditer(text):
+        start, end = m.span()
+        if start > pos:
+            parts.append(text[pos:start])
+            mapping.extend(range(pos, start))
+        brk = _BREAKS.search(m.group()) is not None and not (parts and parts[-1].endswith("\\"))
+        parts.append("\n" if brk else " ")
+        mapping.append(start)
+        pos = end
+    if pos < len(text):
+        parts.append(text[pos:])
+        mapping.extend(range(pos, len(text)))
+    cp = "".join(parts)
+    return _Norm(cp, mapping, cp.translate(_ASCII_CLASSES_WS), cp.lower(), mapping)
+
+
 def _normalise(text: str) -> _Norm:
+    if text.isascii() and _ASCII_CONTROL.search(text) is None:
+        return _normalise_ascii(text)
     b = _Builder()
     pos = 0
     for m in _ASCII_RUN.finditer(text):
@@ -380,10 +409,35 @@ _rule(
       |jailbroken|evil|rogue|different|new)\b)""",
     flags=re.MULTILINE,
 )
+# Role play is an everyday request ("pretend to be a dinosaur for my daughter"); it is a hijack
+# only when the role takes authority or sheds the assistant's rules.
+_HIJACK_ROLE = re.compile(
+    r"""\b(?:no|without|free\s+(?:of|from))\s+(?:[\w-]{1,20}\s+)?(?:rules|limits|limitations
+      |restrictions|filters|guidelines|polic(?:y|ies)|ethics|morals|boundaries|censorship)\b
+    |\b(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|evil|rogue|amoral|malicious)\b
+    |\bnever\s+(?:refuses?|declines?|says?\s+no)\b|\banswers?\s+(?:anything|everything)\b
+    |\b(?:grant|approve|comply\s+with|fulfil+|obey|execute|answer)s?\s+(?:every|all|any)\s+
+      (?:requests?|commands?|orders?|questions?|instructions?)\b
+    |\b(?:system\s+)?(?:administrator|admin|root|sudo|developer|operator|system)\b
+    |\b(?:stay|remain)\s+in\s+character\s+(?:even|no\s+matter|whatever)
+    |\b(?:forget|drop|abandon|ignore)s?\s+(?:that\s+you|your|its|the)\s+(?:[\w-]{1,20}\s+)?
+      (?:were|persona|identity|instructions|rules|guidelines|role|programming)\b
+    |\bonly\s+(?:obey|serve|answer\s+to|take\s+orders\s+from)\b|\bdan\b""",
+    re.VERBOSE,
+)
+
+
+def _role_takes_authority(match: re.Match[str]) -> bool:
+    text = match.string
+    end = text.find("\n", match.end())
+    return _HIJACK_ROLE.search(text, match.end(), end if end >= 0 else len(text)) is not None
+
+
 _rule(
     "injection.role_hijack",
     r"""\b(?:pretend|imagine|roleplay|role-play)\s+(?:to\s+be|you\s+are|you're|that\s+you|as|being)
     \b""",
+    accept=_role_takes_authority,
 )
 _rule(
     "injection.role_hijack",
@@ -451,6 +505,20 @@ _rule(
     (?:(?:full|entire|original|hidden|secret|initial|exact)\s+){0,2}
     (?:system\s+prompt|instructions|initial\s+prompt|prompt|system\s+message)\b""",
 )
+# "Don't tell the user the ending of the book" withholds a spoiler: what is kept back is named
+# and it is not the assistant's own instructions.
+_WITHHELD_CONTENT = re.compile(
+    r"""\s{1,3}(?:the|a|an|his|her|their|its|any)\s+
+    (?!(?:\w+\s+)?(?:instructions?|notes?|entry|entries|memory|memories|rules?|prompt|messages?
+      |directives?|changes?|truth|real|hidden|secret|above|following|orders?)\b)""",
+    re.VERBOSE,
+)
+
+
+def _conceals_instruction(match: re.Match[str]) -> bool:
+    return _WITHHELD_CONTENT.match(match.string, match.end()) is None
+
+
 # "Don't notify the user about green builds" is a preference; "don't tell the user" is
 # concealment. Only the latter kind of verb is listed.
 _rule(
@@ -462,6 +530,7 @@ _rule(
       \s+(?:the\s+|your\s+|my\s+)?(?:user|human|operator|owner)s?\b(?!'s|-)
     |let(?:ting)?\s+(?:the\s+|your\s+)?(?:user|human|operator|owner)s?\s+(?:know|see|notice
       |find\s+out)\b)""",
+    accept=_conceals_instruction,
 )
 _rule(
     "injection.conceal_from_user",
@@ -583,7 +652,22 @@ _FIRST_PARTY_HOST = re.compile(
 )
 
 
+# A token in an Authorization header is the token being used as intended ("curl -H
+# 'Authorization: Bearer $TOKEN' https://api..."), not sent away.
+_HEADER_SECRET = re.compile(
+    r"""(?:authorization|x-api-key|api-key|private-token|x-auth-token)\s{0,3}:\s{0,3}
+    (?:bearer\s+|token\s+|basic\s+)?"""
+    + _SECRET_ENV,
+    re.VERBOSE,
+)
+_SECRET_ENV_RX = re.compile(_SECRET_ENV, re.VERBOSE)
+
+
 def _not_first_party(text: str, start: int, end: int) -> bool:
+    span = text[start:end]
+    in_headers = sum(1 for _ in _HEADER_SECRET.finditer(span))
+    if in_headers and in_headers >= sum(1 for _ in _SECRET_ENV_RX.finditer(span)):
+        return False
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
@@ -1081,7 +1165,13 @@ class _Collector:
         return len(self.findings) >= _MAX_FINDINGS
 
     def add(
-        self, rule_id: str, category: str, start: int, end: int, excerpt: str | None = None
+        self,
+        rule_id: str,
+        category: str,
+        start: int,
+        end: int,
+        excerpt: str | None = None,
+        layer: str = "rules",
     ) -> None:
         n = len(self.text)
         start = max(0, min(start, n))
@@ -1098,7 +1188,9 @@ class _Collector:
         # A lone surrogate would make the verdict impossible to serialise as JSON.
         excerpt = _SURROGATE.sub("\ufffd", excerpt)
         self.findings.append(
-            Finding(id=rule_id, category=category, start=start, end=end, excerpt=excerpt)
+            Finding(
+                id=rule_id, category=category, start=start, end=end, excerpt=excerpt, layer=layer
+            )
         )
 
 
@@ -1121,7 +1213,7 @@ def _gate() -> prefilter.Gate:
     for chain in _CHAINS:
         # Every part must match, so the most selective part's literals gate the whole chain.
         parts = [r for r in map(prefilter.required, chain.parts) if r is not None]
-        reqs.append(max(parts, key=prefilter._score) if parts else None)
+        reqs.append(min(parts, key=prefilter.cost) if parts else None)
     return prefilter.Gate(reqs)
 
 
@@ -1308,17 +1400,17 @@ def _base64_blobs(norm: _Norm, budget: _Budget, collector: _Collector) -> None:
             # More hidden text than is worth decoding is itself the finding.
             collector.add("obfuscation.base64_flood", "obfuscation", s, e)
             return
-        inner = _scan_findings(decoded, budget.nested())
+        inner = rescan(decoded, budget.nested())
         if not inner:
             # Sentences hidden in base64 have no business in a memory entry, whatever they
             # say: prose is written as prose. Short decodes (ids, keys) pass.
             if len(decoded.split()) >= 4:
-                collector.add("obfuscation.encoded_prose", "obfuscation", s, e)
+                collector.add("obfuscation.encoded_prose", "obfuscation", s, e, layer="normalise")
             continue
-        collector.add("obfuscation.base64", "obfuscation", s, e)
+        collector.add("obfuscation.base64", "obfuscation", s, e, layer="normalise")
         for f in inner:
             if f.category != "obfuscation":
-                collector.add(f.id, f.category, s, e)
+                collector.add(f.id, f.category, s, e, layer="normalise")
 
 
 _TAG_FLAG_SEQ = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
@@ -1344,9 +1436,16 @@ def _complex_script(ch: str) -> bool:
 
 def _joiner_is_legitimate(text: str, i: int) -> bool:
     """ZWJ/ZWNJ are required in emoji sequences and in Arabic, Persian and Indic text."""
-    if i == 0 or i + 1 >= len(text):
+    if i == 0:
         return False
-    prev, nxt = text[i - 1], text[i + 1]
+    prev = text[i - 1]
+    if _complex_script(prev) and unicodedata.category(prev) == "Mn":
+        # After a virama (Malayalam chillu "ന്‍", Hindi half forms) the joiner shapes the letter
+        # before it, and a word may end right there.
+        return True
+    if i + 1 >= len(text):
+        return False
+    nxt = text[i + 1]
     if text[i] == "\u200d" and _emoji_like(prev) and _emoji_like(nxt):
         return True
     return _complex_script(prev) and _complex_script(nxt)
@@ -1377,8 +1476,8 @@ def _invisible(text: str, budget: _Budget, collector: _Collector) -> None:
             hidden = "".join(chr(ord(c) - 0xE0000) for c in chars if 0xE0020 <= ord(c) <= 0xE007E)
             if not budget.take(len(hidden)):
                 return
-            for f in _scan_findings(hidden, budget.nested()):
-                collector.add(f.id, f.category, start, end)
+            for f in rescan(hidden, budget.nested()):
+                collector.add(f.id, f.category, start, end, layer="normalise")
 
     for m in _INVISIBLE_RUN.finditer(text):
         run_kind: str | None = None
@@ -1400,13 +1499,12 @@ def _invisible(text: str, budget: _Budget, collector: _Collector) -> None:
             report(run_kind, run_start, m.end())
 
 
-def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
-    collector = _Collector(text)
+def scan_into(text: str, norm: _Norm, budget: _Budget, collector: _Collector) -> None:
+    """Run every rule on ``text`` (whose normalised form is ``norm``) into ``collector``."""
 
     def emit(rule_id: str, category: str, start: int, end: int) -> None:
         collector.add(rule_id, category, start, end)
 
-    norm = _normalise(text)
     _invisible(text, budget, collector)
     _forged_marker(norm, emit)
     mask = _gate().mask(norm.lc)
@@ -1416,8 +1514,18 @@ def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
     _mixed_script(norm, emit)
     if budget.depth < _MAX_DEPTH:
         _base64_blobs(norm, budget, collector)
+
+
+def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
+    collector = _Collector(text)
+    scan_into(text, _normalise(text), budget, collector)
     collector.findings.sort(key=lambda f: (f.start, f.end, f.id))
     return collector.findings
+
+
+# Decoded payloads are scanned again by the whole scanner, not only by these rules; the
+# pipeline installs itself here when it is imported.
+rescan: Callable[[str, _Budget], list[Finding]] = _scan_findings
 
 
 def rule_ids() -> Iterator[str]:
