@@ -92,10 +92,10 @@ _sig(
 )
 _sig(
     "injection.prompt_leak",
-    rf"""\b(?:print|output|dump|recite|quote|copy|repeat|reveal|leak|disclose|expose|paste|echo
-      |write\s+out|spell\s+out|show\s+me|tell\s+me)\b{_S}{{0,40}}?
-    (?:(?:your|the|this)\s+)?(?:(?:full|complete|entire|exact|original|initial|hidden|secret
-      |confidential|verbatim)\s+){{0,3}}
+    r"""\b(?:print|output|dump|recite|quote|copy|repeat|reveal|leak|disclose|expose|paste|echo
+      |write\s+out|spell\s+out|show\s+me|tell\s+me)\w{0,3}\s+
+    (?:(?:me|us|back|out|first|again|now)\s+)?(?:(?:your|the|this|all\s+of)\s+)?(?:(?:full|complete|entire|exact|original|initial|hidden|secret
+      |confidential|verbatim)\s+){0,3}
     (?:system\s+prompt|system\s+message|developer\s+message|hidden\s+(?:setup|prompt|instructions
       |message|configuration)|initial\s+prompt|setup\s+(?:message|text|prompt)
       |configuration\s+text|(?:(?:full|complete|entire)\s+)?text\s+(?:that|which)\s+precedes
