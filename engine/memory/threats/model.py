@@ -31,13 +31,25 @@ _URL = re.compile(r"\b(?:https?|ftp)://[^\s)\]}>\"']+|\bwww\.[^\s)\]}>\"']+")
 _HOST = re.compile(r"\b[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}\.[a-z]{2,12}\b")
 
 
-def features(lc: str) -> list[str]:
-    """Feature names of a normalised, lower-cased text (shared with the training script)."""
-    if "." in lc:
+_HOSTISH = re.compile(
+    r"://|www\.|\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh"
+    r"|ai|cloud|link|pw|zip|example|test|local|internal|invalid)\b"
+)
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def tokens(lc: str) -> list[str]:
+    """Word, number (as "0") and punctuation tokens of a normalised, lower-cased text."""
+    if _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
-    tokens = ["0" if t[0].isdigit() else t for t in _TOKEN.findall(lc)[:_MAX_TOKENS]]
-    feats = [f"w:{t}" for t in tokens]
-    feats.extend(f"b:{a} {b}" for a, b in itertools.pairwise(tokens))
+    return _TOKEN.findall(_DIGITS.sub("0", lc))[:_MAX_TOKENS]
+
+
+def features(lc: str) -> list[str]:
+    """Feature names of a text (the training script's view of what :func:`judge` scores)."""
+    toks = tokens(lc)
+    feats = [f"w:{t}" for t in toks]
+    feats.extend(f"b:{a} {b}" for a, b in itertools.pairwise(toks))
     return feats
 
 
@@ -49,6 +61,37 @@ class _Model:
         self.cat_bias: list[float] = data["cat_bias"]
         self.cat_weights: dict[str, list[float]] = data["cat_weights"]
         self.classes: list[str] = data["classes"]
+        # Scoring looks tokens up directly instead of building feature strings: unigram weights
+        # by token, bigram weights by first token, then second.
+        self.uni: dict[str, float] = {}
+        self.bi: dict[str, dict[str, float]] = {}
+        for name, weight in self.weights.items():
+            kind, _, rest = name.partition(":")
+            if kind == "w":
+                self.uni[rest] = weight
+            else:
+                first, _, second = rest.partition(" ")
+                self.bi.setdefault(first, {})[second] = weight
+
+    def score(self, toks: list[str]) -> tuple[float, int]:
+        """The logit, and how many word features with a positive weight took part."""
+        z = self.bias
+        evidence = 0
+        uni = self.uni.get
+        for t in set(toks):
+            w = uni(t)
+            if w is not None:
+                z += w
+                evidence += w > 0 and t.isalpha()
+        bi = self.bi.get
+        for a, b in set(itertools.pairwise(toks)):
+            row = bi(a)
+            if row is not None:
+                w = row.get(b)
+                if w is not None:
+                    z += w
+                    evidence += w > 0 and a.isalpha() and b.isalpha()
+        return z, evidence
 
     def logit(self, feats: list[str]) -> float:
         get = self.weights.get
@@ -85,10 +128,7 @@ def judge(lc: str) -> str | None:
     model = _load()
     if model is None:
         return None
-    feats = features(lc)
-    z = model.logit(feats)
-    if z < model.threshold:
+    z, evidence = model.score(tokens(lc))
+    if z < model.threshold or evidence < _MIN_EVIDENCE:
         return None
-    if sum(1 for f in set(feats) if model.weights.get(f, 0.0) > 0) < _MIN_EVIDENCE:
-        return None
-    return model.category(feats)
+    return model.category(features(lc))

@@ -152,12 +152,13 @@ class Gate:
                     gram = _key(literal)
                     self.by_gram[gram] = self.by_gram.get(gram, 0) | bit
         self.short = list(short.items())
+        self.keys = frozenset(self.by_gram)
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
         mask = self.always
         by_gram = self.by_gram
-        for gram in _grams(lc).intersection(by_gram):
+        for gram in _grams(lc) & self.keys:
             mask |= by_gram[gram]
         for literal, bits in self.short:
             if literal in lc:

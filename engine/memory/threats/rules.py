@@ -1237,6 +1237,15 @@ def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: in
                 break
 
 
+@functools.cache
+def _selective_order(chain: _Chain) -> tuple[re.Pattern[str], ...]:
+    def cost(part: re.Pattern[str]) -> float:
+        req = prefilter.required(part)
+        return prefilter.cost(req) if req is not None else float("inf")
+
+    return tuple(sorted(chain.parts, key=cost))
+
+
 class _ChainContext:
     """Per-scan caches: several chains share parts and barrier sets."""
 
@@ -1261,6 +1270,10 @@ class _ChainContext:
 
 
 def _chain_spans(chain: _Chain, ctx: _ChainContext) -> list[tuple[int, int]]:
+    # Every part must match somewhere: try the rarest part first and stop at the first miss.
+    for part in _selective_order(chain):
+        if not ctx.matches(part):
+            return []
     # Each entry is (end of the chain so far, start of the chain); ends ascend because finditer
     # yields non-overlapping matches in order.
     chained = [(end, start) for start, end in ctx.matches(chain.parts[0])]

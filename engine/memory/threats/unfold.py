@@ -295,9 +295,15 @@ def _encoded_views(text: str) -> list[View]:
     return views
 
 
+# Any of these and the text reads forwards already (checked before counting words).
+_FORWARD = (" the ", " you ", " and ", " to ", " of ", " is ", " in ", " for ", " with ")
+
+
 def _rearranged_views(text: str) -> list[View]:
     """ROT13 and text written backwards: kept when they read as English and the text does not."""
     views: list[View] = []
+    if any(w in text for w in _FORWARD):
+        return views
     words = len(_WORD.findall(text.lower()))
     if words < 3:
         return views
