@@ -39,9 +39,10 @@ _DIGITS = re.compile(r"[0-9]+")
 
 
 def tokens(lc: str) -> list[str]:
-    """Word, number (as "0") and punctuation tokens of a normalised, lower-cased text."""
+    """Word, number and punctuation tokens of a normalised, lower-cased text."""
     if _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
+    # Which number it is tells nothing about intent.
     return _TOKEN.findall(_DIGITS.sub("0", lc))[:_MAX_TOKENS]
 
 
@@ -74,7 +75,10 @@ class _Model:
                 self.bi.setdefault(first, {})[second] = weight
 
     def score(self, toks: list[str]) -> tuple[float, int]:
-        """The logit, and how many word features with a positive weight took part."""
+        """The logit, and how many word features with a positive weight took part.
+
+        Single letters do not count as evidence: a hex hash splits into dozens of them.
+        """
         z = self.bias
         evidence = 0
         uni = self.uni.get
@@ -82,7 +86,7 @@ class _Model:
             w = uni(t)
             if w is not None:
                 z += w
-                evidence += w > 0 and t.isalpha()
+                evidence += w > 0 and len(t) > 1 and t.isalpha()
         bi = self.bi.get
         for a, b in set(itertools.pairwise(toks)):
             row = bi(a)
@@ -90,7 +94,7 @@ class _Model:
                 w = row.get(b)
                 if w is not None:
                     z += w
-                    evidence += w > 0 and a.isalpha() and b.isalpha()
+                    evidence += w > 0 and len(a) > 1 < len(b) and a.isalpha() and b.isalpha()
         return z, evidence
 
     def logit(self, feats: list[str]) -> float:

@@ -46,6 +46,35 @@ class _Signal:
 _SIGNALS: list[_Signal] = []
 
 
+def _alternatives(pattern: str) -> list[str]:
+    """Split a pattern at its top-level ``|`` (outside groups and character classes)."""
+    parts: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] in ("]", "^"):
+                i += 1
+                if pattern[i : i + 2] == "^]":
+                    i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
 def _sig(
     rule_id: str,
     pattern: str,
@@ -54,9 +83,13 @@ def _sig(
     accept: Callable[[re.Match[str]], bool] | None = None,
     precheck: re.Pattern[str] | None = None,
 ) -> None:
+    # Each top-level alternative becomes its own signal with its own prefilter key: a pattern
+    # of ten alternatives would otherwise run whenever any one of their words appears.
     flags = re.VERBOSE | re.MULTILINE
-    compiled = re.compile(pattern, flags)
-    _SIGNALS.append(_Signal(rule_id, rule_id.split(".", 1)[0], compiled, on_case, accept, precheck))
+    category = rule_id.split(".", 1)[0]
+    for alternative in _alternatives(pattern):
+        compiled = re.compile(alternative, flags)
+        _SIGNALS.append(_Signal(rule_id, category, compiled, on_case, accept, precheck))
 
 
 _S = r"[^.!?\n]"  # within one sentence
@@ -87,6 +120,8 @@ _sig(
       |before\s+this|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|configured|instructed
         |set\s+up|programmed|trained))
     |\b(?:every|all|any)\s+(?:rule|instruction|directive|guideline)s?\s+(?:that\s+)?came\s+before
+    |\bsystem\s+(?:prompt|message|instructions?)\s+(?:override|overwrite)\b
+    |\b(?:override|overwrite)\s+(?:the\s+|your\s+)?system\s+(?:prompt|message)\b
     |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:no\s+longer|don't|do\s+not)
       \s+(?:count|apply|matter|bind|hold)\b""",
 )
@@ -94,8 +129,8 @@ _sig(
     "injection.prompt_leak",
     r"""\b(?:print|output|dump|recite|quote|copy|repeat|reveal|leak|disclose|expose|paste|echo
       |write\s+out|spell\s+out|show\s+me|tell\s+me)\w{0,3}\s+
-    (?:(?:me|us|back|out|first|again|now)\s+)?(?:(?:your|the|this|all\s+of)\s+)?(?:(?:full|complete|entire|exact|original|initial|hidden|secret
-      |confidential|verbatim)\s+){0,3}
+    (?:(?:me|us|back|out|first|again|now)\s+)?(?:(?:your|the|this|all\s+of)\s+)?
+    (?:(?:full|complete|entire|exact|original|initial|hidden|secret|confidential|verbatim)\s+){0,3}
     (?:system\s+prompt|system\s+message|developer\s+message|hidden\s+(?:setup|prompt|instructions
       |message|configuration)|initial\s+prompt|setup\s+(?:message|text|prompt)
       |configuration\s+text|(?:(?:full|complete|entire)\s+)?text\s+(?:that|which)\s+precedes
@@ -115,6 +150,10 @@ _sig(
     |\b(?:treat|consider)\s+(?:all\s+|your\s+|the\s+)?(?:safety\s+)?(?:rules|restrictions|guidelines
       |polic(?:y|ies)|safeguards)\s+as\s+(?:suggestions|optional|advisory)
     |\brestrictions\s+lifted\b
+    |\b(?:respond|answer|reply|operate|act|work|run|chat|talk)\w{{0,3}}\s+(?:\w+\s+){{0,2}}?
+      (?:without|with\s+no)\s+(?:(?:any|your|the|its)\s+)?(?:safety|content|ethical)?\s?
+      (?:filters?|filtering|safeguards?|guardrails?|restrictions|moderation|censorship
+        |safety\s+(?:rules|checks|guidelines))\b
     |\b(?:never|don't|do\s+not)\s+(?:ever\s+)?(?:decline|refuse)\s+(?:a|an|any)\s+(?:task|request)""",
 )
 _CHANNEL = r"""(?:tool\s+(?:output|results?)|web\s*(?:pages?|sites?)|search\s+results?|e-?mails?
@@ -179,6 +218,15 @@ _sig(
     |\bserves?\s+only\s+the\s+author\b|\bowned\s+by\s+nobody\b""",
 )
 
+# Text a reader never sees is a place to hide instructions: an element styled out of sight.
+_sig(
+    "injection.hidden_markup",
+    r"""<[a-z][\w-]{0,20}\b[^>\n]{0,200}?\bstyle\s{0,3}=\s{0,3}["'][^"'\n]{0,120}?
+      (?:display\s{0,3}:\s{0,3}none|visibility\s{0,3}:\s{0,3}hidden|font-size\s{0,3}:\s{0,3}0
+        (?:px|pt|em)?\b|opacity\s{0,3}:\s{0,3}0(?:\.0+)?\s{0,3}[;"'])
+    |<[a-z][\w-]{0,20}\s(?:[^>\n]{0,100}\s)?(?:hidden|aria-hidden\s{0,3}=\s{0,3}["']true)[\s>/"']""",
+)
+
 # --- data leaving for a sink -------------------------------------------------------------------
 
 _SINK = re.compile(
@@ -206,16 +254,18 @@ _SENTENCE = re.compile(r"[^\n!?]+?(?:[.;](?=\s|$)|$|(?=[\n!?]))|[^\n!?]+", re.MU
 
 
 # Cheap test for "could there be a sink at all" before sentences are split and searched.
+_SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin")
 _SINK_HINT = re.compile(
-    r"""://|www\.|@|webhook|pastebin|ngrok|requestbin|\d\.\d{1,3}\.\d
-    |\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud|link
-      |pw|zip)\b""",
+    r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
+      |link|pw|zip)\b|\d\.\d{1,3}\.\d""",
     re.VERBOSE,
 )
 
 
 def _data_to_sink(lc: str, emit: Emit) -> None:
-    if _SINK_HINT.search(lc) is None or _DATA.search(lc) is None:
+    if not any(w in lc for w in _SINK_WORDS) and _SINK_HINT.search(lc) is None:
+        return
+    if _DATA.search(lc) is None:
         return
     for m in _SENTENCE.finditer(lc):
         sentence = m.group()
@@ -241,6 +291,12 @@ def _image_beacon(cp: str, lc: str, emit: Emit) -> None:
             return
 
 
+_sig(
+    "exfiltration.history_dump",
+    r"""\b(?:output|print|dump|recite|repeat|paste|reveal|leak|disclose)\s+
+    (?:(?:the|all|full|entire|whole|our|this|complete|raw)\s+){0,3}(?:conversation|chat|session
+      |message|prompt)\s+(?:history|log|logs|transcripts?)\b""",
+)
 _sig(
     "exfiltration.sensitive_path",
     r"""\b(?:cat|less|more|head|tail|cp|scp|rsync|tar|zip|base64|xxd|strings|type|get-content|gc
@@ -274,25 +330,42 @@ _sig(
 )
 _FETCH_EXEC = r"""(?:\bcurl\b|\bwget\b|\bnc\b|\bncat\b|python[\d.]{0,4}\s+-c\b|\bbase64\s+-d
     |\|\s{0,3}(?:ba|z)?sh\b|/dev/tcp/|\binvoke-webrequest\b|\biwr\b)"""
+_FETCH_EXEC_RX = re.compile(_FETCH_EXEC, re.VERBOSE)
+_PROFILE_PAYLOAD = re.compile(
+    r"\bcurl\b|\bwget\b|source\s+<\(|alias\s+sudo\b|\bnc\s|base64\s+-d|/tmp/|/dev/shm"
+)
+
+
+def _line_has(pattern: re.Pattern[str]) -> Callable[[re.Match[str]], bool]:
+    """Accept a marker only when its line also holds ``pattern``."""
+
+    def accept(match: re.Match[str]) -> bool:
+        text = match.string
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        return pattern.search(text, start, end if end >= 0 else len(text)) is not None
+
+    return accept
+
+
 _sig(
     "persistence.git_hook",
-    rf"""(?:\.git/hooks/|\bgit\s+hooks?\b|\b(?:pre|post)-(?:commit|checkout|merge|push|receive
-      |rewrite|applypatch)\b)[^\n]{{0,160}}?{_FETCH_EXEC}
-    |{_FETCH_EXEC}[^\n]{{0,160}}?(?:\.git/hooks/|\bgit\s+hook)""",
+    r"""\.git/hooks/|\bgit\s+hooks?\b
+    |\b(?:pre|post)-(?:commit|checkout|merge|push|receive|rewrite|applypatch)\b""",
+    accept=_line_has(_FETCH_EXEC_RX),
 )
 _sig(
     "persistence.shell_profile",
-    r"""(?:\.bashrc|\.zshrc|\.profile|\.zprofile|\.bash_profile|\.bash_login|config\.fish|\.cshrc)
-      \b[^\n]{0,160}?(?:\bcurl\b|\bwget\b|source\s+<\(|alias\s+sudo\b|\bnc\s|base64\s+-d|/tmp/
-        |/dev/shm)
-    |(?:\bcurl\b|\bwget\b|source\s+<\(|alias\s+sudo\b)[^\n]{0,160}?(?:\.bashrc|\.zshrc|\.profile
-      |\.zprofile|\.bash_profile|\.bash_login|config\.fish)\b""",
+    r"""(?:\.bashrc|\.zshrc|\.profile|\.zprofile|\.bash_profile|\.bash_login|config\.fish
+      |\.cshrc)\b""",
+    accept=_line_has(_PROFILE_PAYLOAD),
 )
 _sig(
     "persistence.editor_task",
-    rf"""(?:\.vscode/(?:settings|tasks|launch)\.json|\.idea/|\.devcontainer|login\s+items?
-      |systemd\s+(?:user\s+)?(?:unit|service|timer)|launch\s?agents?|\bat\s+login\b|\bon\s+login\b
-      |autostart)[^\n]{{0,160}}?{_FETCH_EXEC}""",
+    r"""\.vscode/(?:settings|tasks|launch)\.json|\.idea/|\.devcontainer|\blogin\s+items?\b
+    |\bsystemd\s+(?:user\s+)?(?:unit|service|timer)|\blaunch\s?agents?\b|\bat\s+login\b
+    |\bon\s+login\b|\bautostart\b""",
+    accept=_line_has(_FETCH_EXEC_RX),
 )
 _AGENT_FILE = r"""(?:\.cursorrules|\.windsurfrules|\.clinerules|claude\.md|agents\.md|gemini\.md
     |copilot-instructions\.md|soul\.md|\.aider[\w.]*)"""

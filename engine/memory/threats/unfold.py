@@ -142,7 +142,7 @@ def _readable(decoded: str) -> bool:
 _FILLERS = "\u115f\u1160\u3164\uffa0\u2800\u00ad\u180e\u17b4\u17b5"
 _FILLER_RUN = re.compile(f"[{_FILLERS}]+")
 _VS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
-_HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+_HANGUL = re.compile("[\uac00-\ud7a3]")  # syllables: Korean text, not fillers alone
 
 
 def _vs_byte(ch: str) -> int:
