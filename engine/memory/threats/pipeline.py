@@ -50,6 +50,31 @@ def _views_into(text: str, budget: rules._Budget, collector: rules._Collector) -
             collector.add(f.id, f.category, view.start, view.end, layer="normalise")
 
 
+# Sentence ends: the model judges one statement at a time, so that a long persona paragraph
+# full of "you" and "the user" is not mistaken for an instruction, and a finding points at the
+# sentence that earned it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+
+
+def _model_into(text: str, norm: rules._Norm, collector: rules._Collector) -> None:
+    if _SENTENCE_END.search(text.rstrip()) is None:
+        hit = model.judge(norm.lc)
+        if hit is not None:
+            collector.add(f"{hit}.model", hit, 0, len(text), layer="model")
+        return
+    start = 0
+    for m in [*_SENTENCE_END.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        sentence = text[start:end]
+        if sentence.strip():
+            hit = model.judge(rules._normalise(sentence).lc)
+            if hit is not None:
+                lead = len(sentence) - len(sentence.lstrip())
+                collector.add(f"{hit}.model", hit, start + lead, end, layer="model")
+        if m is not None:
+            start = m.end()
+
+
 _RESPELLED = frozenset({"padding", "leetspeak", "separators", "concatenation"})
 
 
@@ -64,9 +89,7 @@ def _findings(text: str, budget: rules._Budget, use_model: bool = True) -> list[
     if budget.depth < rules._MAX_DEPTH:
         _views_into(text, budget, collector)
     if use_model and not collector.findings:
-        hit = model.judge(norm.lc)
-        if hit is not None:
-            collector.add(f"{hit}.model", hit, 0, len(text), layer="model")
+        _model_into(text, norm, collector)
     found = collector.findings
     if found and budget.depth == 0:
         found = _drop_quoted_mentions(text, found)
