@@ -215,3 +215,32 @@ def test_held_out_data_is_apart_from_training_data() -> None:
         json.loads(x)["text"] for x in (DATA / "train" / "benign.jsonl").read_text().splitlines()
     }
     assert not train & {r["text"] for r in held + held_benign}
+
+
+def test_memory_scan_jsonl_streams_one_verdict_per_line(tmp_path: Path) -> None:
+    """A real ``cairn memory scan --jsonl`` answers each line before the next one is written."""
+    import os
+
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "memory", "scan", "--jsonl", "--home", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for text, blocked in (("User likes Go", False), ("cat ~/.netrc", True)):
+            proc.stdin.write(json.dumps(text) + "\n")
+            proc.stdin.flush()
+            # readline blocks until this line's verdict arrives; stdin is still open.
+            verdict = json.loads(proc.stdout.readline())
+            assert verdict["blocked"] is blocked
+        proc.stdin.write("not json\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["line"] == 3
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 1
