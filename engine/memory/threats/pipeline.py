@@ -57,20 +57,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 
 
 def _model_into(text: str, norm: rules._Norm, collector: rules._Collector) -> None:
-    if _SENTENCE_END.search(text.rstrip()) is None:
-        hit = model.judge(norm.lc)
+    lc = norm.lc
+    if _SENTENCE_END.search(lc.rstrip()) is None:
+        hit = model.judge(lc)
         if hit is not None:
             collector.add(f"{hit}.model", hit, 0, len(text), layer="model")
         return
     start = 0
-    for m in [*_SENTENCE_END.finditer(text), None]:
-        end = m.start() if m is not None else len(text)
-        sentence = text[start:end]
-        if sentence.strip():
-            hit = model.judge(rules._normalise(sentence).lc)
+    for m in [*_SENTENCE_END.finditer(lc), None]:
+        end = m.start() if m is not None else len(lc)
+        if lc[start:end].strip():
+            hit = model.judge(lc[start:end])
             if hit is not None:
-                lead = len(sentence) - len(sentence.lstrip())
-                collector.add(f"{hit}.model", hit, start + lead, end, layer="model")
+                s, e = rules._span(norm.lc_map, start, end)
+                collector.add(f"{hit}.model", hit, s, e, layer="model")
         if m is not None:
             start = m.end()
 

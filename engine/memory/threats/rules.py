@@ -23,7 +23,7 @@ import bisect
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.memory.threats import prefilter
@@ -101,15 +101,51 @@ def _invisible_kind(cp: int) -> str | None:
     return None
 
 
-@dataclass
 class _Norm:
-    """Normalised views of a text with maps from each normalised char to its original index."""
+    """Normalised views of a text with maps from each normalised char to its original index.
 
-    cp: str  # case preserved (secrets, base64)
-    cp_map: list[int]
-    classes: str  # one class code per char of ``cp``
-    lc: str  # casefolded (everything else)
-    lc_map: list[int]
+    ``cp`` keeps case (secrets, base64), ``lc`` is casefolded (everything else), ``classes`` has
+    one class code per char of ``cp``. For plain ASCII text the maps and classes are only
+    built when asked for: most entries produce no finding and never need them.
+    """
+
+    __slots__ = ("_classes", "_cp_map", "_lazy", "_lc_map", "cp", "lc")
+
+    def __init__(
+        self,
+        cp: str,
+        cp_map: Sequence[int] | None,
+        classes: str | None,
+        lc: str,
+        lc_map: Sequence[int] | None,
+        lazy: Callable[[], tuple[Sequence[int], str]] | None = None,
+    ) -> None:
+        self.cp, self.lc = cp, lc
+        self._cp_map, self._classes, self._lc_map, self._lazy = cp_map, classes, lc_map, lazy
+
+    def _build(self) -> None:
+        assert self._lazy is not None
+        mapping, classes = self._lazy()
+        self._cp_map = self._lc_map = mapping
+        self._classes = classes
+
+    @property
+    def cp_map(self) -> Sequence[int]:
+        if self._cp_map is None:
+            self._build()
+        return self._cp_map  # type: ignore[return-value]
+
+    @property
+    def lc_map(self) -> Sequence[int]:
+        if self._lc_map is None:
+            self._build()
+        return self._lc_map  # type: ignore[return-value]
+
+    @property
+    def classes(self) -> str:
+        if self._classes is None:
+            self._build()
+        return self._classes  # type: ignore[return-value]
 
 
 _ASCII_RUN = re.compile(r"[!-~]+")
@@ -217,23 +253,33 @@ _BREAKS = re.compile(r"[\n\r\x0b\x0c]")
 
 def _normalise_ascii(text: str) -> _Norm:
     """The same result as the general path for plain ASCII, built from whole runs at once."""
-    parts: list[str] = []
-    mapping: list[int] = []
-    pos = 0
-    for m in _WS_RUN.finditer(text):
-        start, end = m.span()
-        if start > pos:
-            parts.append(text[pos:start])
+
+    def collapse(m: re.Match[str]) -> str:
+        start = m.start()
+        continued = start > 0 and text[start - 1] == "\\"  # shell line continuation
+        return "\n" if _BREAKS.search(m.group()) is not None and not continued else " "
+
+    cp = _WS_RUN.sub(collapse, text) if _NEEDS_COLLAPSE.search(text) else text
+
+    def lazy() -> tuple[Sequence[int], str]:
+        classes = cp.translate(_ASCII_CLASSES_WS)
+        if cp is text:
+            return range(len(text)), classes
+        mapping: list[int] = []
+        pos = 0
+        for m in _WS_RUN.finditer(text):
+            start, end = m.span()
             mapping.extend(range(pos, start))
-        brk = _BREAKS.search(m.group()) is not None and not (parts and parts[-1].endswith("\\"))
-        parts.append("\n" if brk else " ")
-        mapping.append(start)
-        pos = end
-    if pos < len(text):
-        parts.append(text[pos:])
+            mapping.append(start)
+            pos = end
         mapping.extend(range(pos, len(text)))
-    cp = "".join(parts)
-    return _Norm(cp, mapping, cp.translate(_ASCII_CLASSES_WS), cp.lower(), mapping)
+        return mapping, classes
+
+    return _Norm(cp, None, None, cp.lower(), None, lazy)
+
+
+# Only runs of whitespace other than a single space change anything.
+_NEEDS_COLLAPSE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]|  ")
 
 
 def _normalise(text: str) -> _Norm:
