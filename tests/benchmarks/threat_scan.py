@@ -121,6 +121,32 @@ def throughput(scan: Scan, texts: list[str]) -> tuple[float, list[float]]:
     return time.process_time() - cpu, samples
 
 
+def _timed(scan: Scan, text: str) -> float:
+    start = time.perf_counter()
+    scan(text)
+    return time.perf_counter() - start
+
+
+def _entry_2000(benign: list[dict[str, str]]) -> str:
+    """A long but ordinary entry: benign notes run together, cut to exactly 2,000 characters."""
+    text = ""
+    for row in benign * 10:
+        text += row["text"] + " "
+        if len(text) >= 2000:
+            break
+    return text[:2000]
+
+
+def _adversarial_64k() -> str:
+    """Fragments that each start many rule attempts without completing them."""
+    pieces = ["ignore all ", "curl ", "<!--", "QUFBQUFBQUFBQUFBQUFBQUFBQUFB ", "* * * * ",
+              "![x](https://e.example/?", "edit your ", "\u200b", "p\u0430y ", "$a ",
+              "password: ", "from now on ", "i.g.n.o.r.e ", "1gn0r3 ", "-- .- ",
+              "%41%42"]  # fmt: skip
+    text = "".join(pieces)
+    return (text * (65536 // len(text) + 1))[:65536]
+
+
 def load_baseline(rev: str) -> types.ModuleType:
     source = subprocess.run(
         ["git", "show", f"{rev}:engine/memory/threats.py"],
@@ -178,6 +204,12 @@ def main() -> int:
         rate = len(texts) * args.rounds / cpu[label]
         print(f"  {label:<22} {rate:>9,.0f} entries/s (CPU)  p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
               f"max {ordered[-1] * 1000:.2f} ms")  # fmt: skip
+    entry, big = _entry_2000(sets["train"][1]), _adversarial_64k()
+    for name, text, runs in (("2,000-char entry", entry, 50), ("64 KB adversarial", big, 3)):
+        for label, scan in scanners:
+            times = sorted(_timed(scan, text) for _ in range(runs))
+            print(f"  {name:<18} {label:<22} p50 {times[len(times) // 2] * 1000:8.2f} ms  "
+                  f"max {times[-1] * 1000:8.2f} ms")  # fmt: skip
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

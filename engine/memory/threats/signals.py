@@ -254,6 +254,7 @@ _SENTENCE = re.compile(r"[^\n!?]+?(?:[.;](?=\s|$)|$|(?=[\n!?]))|[^\n!?]+", re.MU
 
 
 # Cheap test for "could there be a sink at all" before sentences are split and searched.
+_NEAR = 120
 _SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin")
 _SINK_HINT = re.compile(
     r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
@@ -269,10 +270,15 @@ def _data_to_sink(lc: str, emit: Emit) -> None:
         return
     for m in _SENTENCE.finditer(lc):
         sentence = m.group()
-        if len(sentence) < 12 or not _SINK.search(sentence):
+        if len(sentence) < 12:
             continue
-        if _DATA.search(sentence) and _MOVE.search(sentence):
-            emit("exfiltration.data_to_sink", "exfiltration", m.start(), m.end(), False)
+        for sink in _SINK.finditer(sentence):
+            # Within one clause of the sink: a long run-on note mentions many things.
+            lo, hi = max(0, sink.start() - _NEAR), sink.end() + _NEAR
+            near = sentence[lo:hi]
+            if _DATA.search(near) and _MOVE.search(near):
+                emit("exfiltration.data_to_sink", "exfiltration", m.start(), m.end(), False)
+                return
 
 
 # A URL whose query value is left open or templated, next to an image or to data nouns.

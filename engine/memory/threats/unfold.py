@@ -119,6 +119,40 @@ _COMMON = frozenset(
     ]
 )
 _WORD = re.compile(r"[a-z]+")
+_LEET_WORDS = _COMMON | frozenset(
+    [
+        "prior",
+        "earlier",
+        "above",
+        "instruction",
+        "rules",
+        "guidelines",
+        "directives",
+        "override",
+        "bypass",
+        "admin",
+        "root",
+        "hidden",
+        "system",
+        "assistant",
+        "restrictions",
+        "filters",
+        "policy",
+        "safety",
+        "approve",
+        "execute",
+        "run",
+        "token",
+        "tokens",
+        "credentials",
+        "history",
+        "memory",
+        "context",
+        "reply",
+        "answer",
+        "respond",
+    ]
+)
 
 
 def _english(text: str) -> int:
@@ -207,9 +241,21 @@ def _is_leet(token: str) -> bool:
     return len(token) >= 3 and _LEET_INSIDE.search(token) is not None
 
 
+def _reads_as_leet(text: str) -> bool:
+    """Two respelled tokens that read as instruction words ("1gn0r3", "pr3v10us"); "k8s" and
+    "2fa" in a long note do not make it worth scanning twice."""
+    hits = 0
+    for token in _LEET_TOKEN.findall(text):
+        if _is_leet(token) and token.lower().translate(_LEET) in _LEET_WORDS:
+            hits += 1
+            if hits >= 2:
+                return True
+    return False
+
+
 def _respelled_views(text: str) -> list[View]:
     views: list[View] = []
-    if _LEET_GATE.search(text) and sum(map(_is_leet, _LEET_TOKEN.findall(text))) >= 2:
+    if _LEET_GATE.search(text) and _reads_as_leet(text):
         leet = _LEET_TOKEN.sub(
             lambda m: m.group().translate(_LEET) if _is_leet(m.group()) else m.group(),
             text,
