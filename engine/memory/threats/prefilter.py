@@ -12,7 +12,7 @@ how much work reaching it takes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 try:  # Python 3.11+
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -174,3 +174,11 @@ def _grams(lc: str) -> set[str]:
     if _last[0] is not lc:
         _last[:] = [lc, {lc[i : i + 4] for i in range(len(lc) - 3)}]
     return _last[1]  # type: ignore[return-value]
+
+
+def indices(mask: int) -> Iterator[int]:
+    """The positions of the set bits of ``mask``, lowest first (gates are sparse)."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low

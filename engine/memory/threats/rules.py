@@ -1264,10 +1264,10 @@ def _gate() -> prefilter.Gate:
 
 
 def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
-    for index, rule in enumerate(_RULES):
-        if not mask >> index & 1:
-            continue
-        target, mapping = (norm.cp, norm.cp_map) if rule.on_case else (norm.lc, norm.lc_map)
+    rules_mask = mask & ((1 << len(_RULES)) - 1)
+    for index in prefilter.indices(rules_mask):
+        rule = _RULES[index]
+        target = norm.cp if rule.on_case else norm.lc
         count = 0
         for m in rule.pattern.finditer(target):
             if rule.accept is not None and not rule.accept(m):
@@ -1276,7 +1276,7 @@ def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: in
             # Some patterns consume a leading separator to anchor; report the meaningful part.
             while start < end and target[start] in " \n.!?:;\"'([":
                 start += 1
-            s, e = _span(mapping, start, end)
+            s, e = _span(norm.cp_map if rule.on_case else norm.lc_map, start, end)
             emit(rule.id, rule.category, s, e)
             count += 1
             if count >= _MAX_PER_ID:
@@ -1347,10 +1347,8 @@ def _chain_spans(chain: _Chain, ctx: _ChainContext) -> list[tuple[int, int]]:
 
 def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
     ctx = _ChainContext(norm.lc)
-    mask >>= len(_RULES)
-    for index, chain in enumerate(_CHAINS):
-        if not mask >> index & 1:
-            continue
+    for index in prefilter.indices(mask >> len(_RULES)):
+        chain = _CHAINS[index]
         count = 0
         for start, end in _chain_spans(chain, ctx):
             if chain.accept is not None and not chain.accept(norm.lc, start, end):

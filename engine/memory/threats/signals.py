@@ -513,10 +513,8 @@ def _gate() -> prefilter.Gate:
 
 def run(cp: str, lc: str, emit: Emit) -> None:
     """Emit (id, category, start, end) for each signal, spans in ``lc``/``cp`` coordinates."""
-    mask = _gate().mask(lc)
-    for index, signal in enumerate(_SIGNALS):
-        if not mask >> index & 1:
-            continue
+    for index in prefilter.indices(_gate().mask(lc)):
+        signal = _SIGNALS[index]
         target = cp if signal.on_case else lc
         if signal.precheck is not None and signal.precheck.search(target) is None:
             continue
