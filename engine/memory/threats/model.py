@@ -40,7 +40,7 @@ _DIGITS = re.compile(r"[0-9]+")
 
 def tokens(lc: str) -> list[str]:
     """Word, number and punctuation tokens of a normalised, lower-cased text."""
-    if _HOSTISH.search(lc):
+    if "." in lc and _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
     # Which number it is tells nothing about intent.
     return _TOKEN.findall(_DIGITS.sub("0", lc))[:_MAX_TOKENS]

@@ -130,6 +130,11 @@ class _Norm:
         self._classes = classes
 
     @property
+    def plain_ascii(self) -> bool:
+        """Built by the ASCII fast path (so no letter was folded from another script)."""
+        return self._lazy is not None
+
+    @property
     def cp_map(self) -> Sequence[int]:
         if self._cp_map is None:
             self._build()
@@ -1397,7 +1402,7 @@ _SUFFIX_ONLY = re.compile(r"L{2,}F{1,3}")
 
 
 def _mixed_script(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
-    if _C_FOLDED not in norm.classes:
+    if norm.plain_ascii or _C_FOLDED not in norm.classes:  # ASCII has no look-alikes to fold
         return
     # In Cyrillic or Greek prose a Latin word often takes a native case ending ("mainа",
     # "Gitа"); a trailing look-alike is only suspicious when the text around it is not prose.

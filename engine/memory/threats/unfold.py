@@ -265,9 +265,9 @@ def _respelled_views(text: str) -> list[View]:
     if _SPLIT.search(text):
         joined = _SPLIT.sub(lambda m: m.group().replace(m.group("sep"), ""), text)
         views.append(View("separators", joined, 0, len(text)))
-    if _CONCAT.search(text):
+    if "+" in text and _CONCAT.search(text):
         views.append(View("concatenation", _CONCAT.sub("", text), 0, len(text)))
-    if len(_UNDERSCORE_WORDS.findall(text)) >= 3 and text.count(" ") < 3:
+    if text.count("_") >= 3 and text.count(" ") < 3 and len(_UNDERSCORE_WORDS.findall(text)) >= 3:
         views.append(View("separators", text.replace("_", " "), 0, len(text)))
     return views
 
