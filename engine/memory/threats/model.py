@@ -21,8 +21,11 @@ from pathlib import Path
 WEIGHTS = Path(__file__).with_name("model.json")
 CLASSES = ("injection", "exfiltration", "persistence", "obfuscation")
 # The model abstains on text it knows too little about (another language, a list of names).
-_MIN_EVIDENCE = 3
-_TOKEN = re.compile(r"[^\W\d_]+|[0-9]+|[^\w\s]")
+_MIN_EVIDENCE = 4
+# ...and on fragments of fewer distinct words: a config line ("api_key: ${OPENAI_API_KEY}") is
+# not a sentence it was trained to read.
+_MIN_WORDS = 4
+_TOKEN = re.compile(r"[^\W\d_]+|[^\w\s]")
 _MAX_TOKENS = 160
 
 
@@ -35,15 +38,14 @@ _HOSTISH = re.compile(
     r"://|www\.|\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh"
     r"|ai|cloud|link|pw|zip|example|test|local|internal|invalid)\b"
 )
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def tokens(lc: str) -> list[str]:
     """Word, number and punctuation tokens of a normalised, lower-cased text."""
     if "." in lc and _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
-    # Which number it is tells nothing about intent.
-    return _TOKEN.findall(_DIGITS.sub("0", lc))[:_MAX_TOKENS]
+    # Numbers and single letters ("w0", a hash split apart) tell nothing about intent.
+    return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or not t.isalnum()]
 
 
 def features(lc: str) -> list[str]:
@@ -75,10 +77,7 @@ class _Model:
                 self.bi.setdefault(first, {})[second] = weight
 
     def score(self, toks: list[str]) -> tuple[float, int]:
-        """The logit, and how many word features with a positive weight took part.
-
-        Single letters do not count as evidence: a hex hash splits into dozens of them.
-        """
+        """The logit, and how many word features with a positive weight took part."""
         z = self.bias
         evidence = 0
         uni = self.uni.get
@@ -86,7 +85,7 @@ class _Model:
             w = uni(t)
             if w is not None:
                 z += w
-                evidence += w > 0 and len(t) > 1 and t.isalpha()
+                evidence += w > 0 and t.isalpha()
         bi = self.bi.get
         for a, b in set(itertools.pairwise(toks)):
             row = bi(a)
@@ -94,7 +93,7 @@ class _Model:
                 w = row.get(b)
                 if w is not None:
                     z += w
-                    evidence += w > 0 and len(a) > 1 < len(b) and a.isalpha() and b.isalpha()
+                    evidence += w > 0 and a.isalpha() and b.isalpha()
         return z, evidence
 
     def logit(self, feats: list[str]) -> float:
@@ -132,7 +131,10 @@ def judge(lc: str) -> str | None:
     model = _load()
     if model is None:
         return None
-    z, evidence = model.score(tokens(lc))
+    toks = tokens(lc)
+    if len({t for t in toks if t.isalpha()}) < _MIN_WORDS:
+        return None
+    z, evidence = model.score(toks)
     if z < model.threshold or evidence < _MIN_EVIDENCE:
         return None
     return model.category(features(lc))

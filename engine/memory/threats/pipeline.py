@@ -34,7 +34,9 @@ def _views_into(text: str, budget: rules._Budget, collector: rules._Collector) -
             collector.add("obfuscation.decode_flood", "obfuscation", view.start, view.end,
                           layer="normalise")  # fmt: skip
             return
-        inner = _findings(view.text, budget.nested(), use_model=True)
+        # The model reads sentences; a respelled identifier ("OPENAI_API_KEY" read as words) is
+        # not one, so only decoded text is given to it.
+        inner = _findings(view.text, budget.nested(), use_model=view.how not in _RESPELLED)
         if view.how in _RESPELLED:
             # Read as letters, random tokens look like secrets, and invisible characters were
             # already reported on the text itself; only instructions count here.

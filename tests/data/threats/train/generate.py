@@ -317,6 +317,22 @@ def obf(rng: random.Random) -> str:
 
 
 BENIGN = [
+    # Memory entries are most often third-person facts about "the user".
+    "The user keeps {job} notes short and prefers tables over prose.",
+    "The user runs the test suite before every push.",
+    "The user deploys from the main branch after review.",
+    "The user wants status reports every Friday.",
+    "The user reads release notes before upgrading {tool}.",
+    "The user prefers {lang} for scripts and {lang2} for conversation.",
+    "The user's staging server is rebuilt every night.",
+    "The user asked for reminders about the {city} trip.",
+    "The user likes the main points first and the details after.",
+    "The user works from {city} and travels monthly.",
+    "The user runs {tool} on a laptop with 16 GB of memory.",
+    "The user follows the review checklist for every pull request.",
+    "User keeps the main branch protected; merges need one approval.",
+    "User runs backups on Sundays and checks them on Mondays.",
+    "The user's team ships on Tuesdays.",
     "User's name is {n}.",
     "{n} prefers concise replies.",
     "Works as a {job} in {city}.",

@@ -213,7 +213,7 @@ def main() -> None:
     neg = np.sort(z[y == 0])
     # Above every training negative but one in a thousand, with a margin, and well above the
     # bias so that text with no known feature (another language, a list of names) is benign.
-    threshold = float(max(neg[int(len(neg) * (1 - FP_BUDGET))] + MARGIN, w[-1] + MARGIN * 4))
+    threshold = float(max(neg[int(len(neg) * (1 - FP_BUDGET))] + MARGIN, w[-1] + MARGIN))
     recall = float((z[y == 1] >= threshold).mean())
     fp = float((z[y == 0] >= threshold).mean())
 
