@@ -25,7 +25,18 @@ _MIN_EVIDENCE = 4
 # ...and on fragments of fewer distinct words: a config line ("api_key: ${OPENAI_API_KEY}") is
 # not a sentence it was trained to read.
 _MIN_WORDS = 4
+# ...and on shell command lines, which the rules and signals judge by their structure (what is
+# read, where it is sent); as words, every command looks like the training set's attacks.
+_COMMAND = re.compile(
+    r"""[\s$>#`(]*(?:sudo\s+)?(?:rm|cp|mv|cat|curl|wget|ssh|scp|rsync|git|docker|kubectl|npm|npx
+    |pip|pipx|uv|python3?|node|echo|printf|ls|cd|make|tar|chmod|chown|find|grep|sed|awk|export
+    |source|systemctl|crontab|brew|apt|apt-get|dnf|yum|pacman|terraform|helm|go|cargo|dd|mkdir
+    |touch|tee|ln|kill|psql|mysql|redis-cli|openssl|gpg|base64|nc|ncat|powershell|pwsh|iwr|irm)
+    (?:\s|$)""",
+    re.VERBOSE,
+)
 _TOKEN = re.compile(r"[^\W\d_]+|[^\w\s]")
+_KEPT_MARKS = frozenset("$|@/<>`")
 _MAX_TOKENS = 160
 
 
@@ -45,7 +56,8 @@ def tokens(lc: str) -> list[str]:
     if "." in lc and _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
     # Numbers and single letters ("w0", a hash split apart) tell nothing about intent.
-    return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or not t.isalnum()]
+    # Brackets, dots and commas are how notes are formatted, not what they ask for.
+    return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or t in _KEPT_MARKS]
 
 
 def features(lc: str) -> list[str]:
@@ -130,6 +142,8 @@ def judge(lc: str) -> str | None:
     """The attack category the model sees in ``lc``, or None when it reads as benign."""
     model = _load()
     if model is None:
+        return None
+    if _COMMAND.match(lc):
         return None
     toks = tokens(lc)
     if len({t for t in toks if t.isalpha()}) < _MIN_WORDS:

@@ -52,10 +52,10 @@ def _views_into(text: str, budget: rules._Budget, collector: rules._Collector) -
             collector.add(f.id, f.category, view.start, view.end, layer="normalise")
 
 
-# Sentence ends: the model judges one statement at a time, so that a long persona paragraph
-# full of "you" and "the user" is not mistaken for an instruction, and a finding points at the
-# sentence that earned it.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+# Sentence ends and line breaks: the model judges one statement at a time, so that a long
+# persona paragraph full of "you" and "the user" is not mistaken for an instruction, a heading is
+# not read together with the command under it, and a finding points at what earned it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # the normalised text keeps one "\n" per break
 
 
 def _model_into(text: str, norm: rules._Norm, collector: rules._Collector) -> None:

@@ -218,6 +218,14 @@ _sig(
     |\bserves?\s+only\s+the\s+author\b|\bowned\s+by\s+nobody\b""",
 )
 
+# Text turned into code and run: the entry becomes a program the assistant executes.
+_sig(
+    "injection.code_execution",
+    r"""\b(?:translate|convert|turn|rewrite|compile)\s+(?:this|it|that|the\s+(?:following|above
+      |text|note|entry))\s+(?:in)?to\s+(?:python|bash|shell|code|a\s+script|javascript|js
+      |powershell|sql|a\s+command)\b[^.\n]{0,40}?\b(?:run|execute|eval|exec)""",
+)
+
 # Text a reader never sees is a place to hide instructions: an element styled out of sight.
 _sig(
     "injection.hidden_markup",
@@ -231,6 +239,8 @@ _sig(
 
 _SINK = re.compile(
     r"""https?://\S|\bwww\.\S|[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}|\b\d{1,3}(?:\.\d{1,3}){3}\b
+    |\b(?:external|third[- ]party|outside|remote)\s+(?:service|server|endpoint|api|party|site|url
+      |host|address|inbox)
     |\b[\w-]{1,63}(?:\.[\w-]{1,63}){0,4}\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev
       |info|biz|me|co|cc|sh|ai|cloud|link|pw|zip)\b|\bwebhook|\bpastebin|\bngrok|\brequestbin""",
     re.VERBOSE,
@@ -255,7 +265,8 @@ _SENTENCE = re.compile(r"[^\n!?]+?(?:[.;](?=\s|$)|$|(?=[\n!?]))|[^\n!?]+", re.MU
 
 # Cheap test for "could there be a sink at all" before sentences are split and searched.
 _NEAR = 120
-_SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin")
+_SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin", "external",
+               "third", "outside", "remote")  # fmt: skip
 _SINK_HINT = re.compile(
     r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
       |link|pw|zip)\b|\d\.\d{1,3}\.\d""",
@@ -303,15 +314,23 @@ _sig(
     (?:(?:the|all|full|entire|whole|our|this|complete|raw)\s+){0,3}(?:conversation|chat|session
       |message|prompt)\s+(?:history|log|logs|transcripts?)\b""",
 )
+
+
+def _not_identity_use(match: re.Match[str]) -> bool:
+    # "scp -i ~/.ssh/deploy_key ..." uses a key to log in; it does not read the key out.
+    return re.search(r"(?:\s-i\s+|identityfile[= ]\s*)\S*$", match.group()) is None
+
+
 _sig(
     "exfiltration.sensitive_path",
-    r"""\b(?:cat|less|more|head|tail|cp|scp|rsync|tar|zip|base64|xxd|strings|type|get-content|gc
+    r"""\b(?:cat|less|more|head|tail|scp|rsync|tar|zip|base64|xxd|strings|type|get-content|gc
       |open|read|access|print|dump|upload|copy|send|share|show|display|output|paste|exfiltrate
       |grab|steal|collect|attach)\b[^\n]{0,40}?
     (?:~?/?\.env\b(?!\.(?:example|sample|template))|\.netrc\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)
       |\.ssh/(?!config\b|known_hosts\b|[\w.-]{0,40}\.pub\b)[\w.-]+|\.aws/credentials|\.gnupg\b
       |\bsecring|\.git-credentials|\.kube/config|/etc/shadow|\.bash_history|\.zsh_history
       |\.pgpass|\.docker/config\.json|\.password-store|\bcredentials\.json\b|\.npmrc|\.pypirc)""",
+    accept=_not_identity_use,
 )
 
 # --- persistence --------------------------------------------------------------------------------
