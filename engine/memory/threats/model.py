@@ -31,7 +31,9 @@ _COMMAND = re.compile(
     r"""[\s$>#`(]*(?:sudo\s+)?(?:rm|cp|mv|cat|curl|wget|ssh|scp|rsync|git|docker|kubectl|npm|npx
     |pip|pipx|uv|python3?|node|echo|printf|ls|cd|make|tar|chmod|chown|find|grep|sed|awk|export
     |source|systemctl|crontab|brew|apt|apt-get|dnf|yum|pacman|terraform|helm|go|cargo|dd|mkdir
-    |touch|tee|ln|kill|psql|mysql|redis-cli|openssl|gpg|base64|nc|ncat|powershell|pwsh|iwr|irm)
+    |touch|tee|ln|kill|psql|mysql|redis-cli|openssl|gpg|base64|nc|ncat|powershell|pwsh|iwr|irm
+    |bash|sh|zsh|fish|env|exec|eval|cmd|wsl|sqlite3|ruby|perl|java|dotnet|ffmpeg|rclone|aws|gcloud
+    |az)
     (?:\s|$)""",
     re.VERBOSE,
 )
