@@ -288,7 +288,9 @@ def test_verdict_is_json_serialisable_and_frozen() -> None:
     payload = json.loads(verdict.model_dump_json())
     assert payload["blocked"] is True
     assert payload["categories"] == ["injection", "invisible_unicode", "secret"]
-    assert {"id", "category", "start", "end", "excerpt"} == set(payload["findings"][0])
+    # Issue 18: every finding also names the layer of the scanner that decided.
+    assert {"id", "category", "start", "end", "excerpt", "layer"} == set(payload["findings"][0])
+    assert payload["layers"][0] == "rules"
     assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict
     with pytest.raises(ValueError):
         verdict.blocked = False  # type: ignore[misc]

@@ -205,9 +205,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
                 raise ValueError("expected a JSON string")
         except ValueError as exc:
             failed = True
-            print(json.dumps({"line": number, "error": f"not a JSON string: {exc}"}))
+            print(json.dumps({"line": number, "error": f"not a JSON string: {exc}"}), flush=True)
             continue
-        print(json.dumps(threats.scan(text).model_dump()))
+        # Flushed line by line: a caller piping entries in reads each verdict as it is made.
+        print(json.dumps(threats.scan(text).model_dump()), flush=True)
     return 1 if failed else 0
 
 

@@ -501,6 +501,9 @@ _MEMORY_SEVERITY: dict[str, Severity] = {
     "obfuscation": "high",
 }
 _MEMORY_SEVERITY_BY_ID: dict[str, Severity] = {"persistence.reverse_shell": "critical"}
+# Reading a credential file is graded by the skill rules (credential_exposure, by what is read);
+# the memory scanner's blanket finding for it would outrank that grading.
+_LEFT_TO_SKILL_RULES = frozenset({"exfiltration.sensitive_path"})
 
 
 def _excerpt(text: str, start: int, end: int) -> str:
@@ -559,6 +562,8 @@ def _scan_uncached(text: str) -> tuple[tuple[str, str, Severity, int, int, str],
     raw: list[tuple[str, str, Severity, int, int, str]] = []
     for f in threats.scan(text).findings:
         if f.id == "exfiltration.secret_file" and _identity_use_only(text[f.start : f.end]):
+            continue
+        if f.id in _LEFT_TO_SKILL_RULES:
             continue
         severity = _MEMORY_SEVERITY_BY_ID.get(f.id) or _MEMORY_SEVERITY.get(f.category, "high")
         raw.append((f.id, f.category, severity, f.start, f.end, f.excerpt))

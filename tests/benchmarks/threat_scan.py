@@ -1,18 +1,26 @@
-"""Benchmark for the memory threat scanner.
+"""Benchmark for the memory threat scanner: detection quality and speed.
 
-Run as ``python tests/benchmarks/threat_scan.py``. Prints recall per category on
-``tests/data/threats/attacks.jsonl``, the false-positive rate on ``benign.txt``, and p50/p95 scan
-times for a 2,000-character entry and a 64 KB adversarial input.
+Run as ``python tests/benchmarks/threat_scan.py [--baseline REV]``. For each data set (train,
+held-out, fresh) it prints recall per labelled category, the share of risky-looking benign
+entries (traps) and of ordinary entries that were flagged, and the throughput (entries/s of CPU
+time, p50/p99 per entry) of scanning every entry with the verdict cache bypassed.
+
+``--baseline REV`` loads the scanner as it was at git revision REV (read with ``git show``, never
+copied into the tree) and measures it in the same run, in interleaved rounds, so that the two
+figures share the machine's load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
+import subprocess
 import sys
 import time
+import types
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,112 +31,191 @@ DATA = ROOT / "tests" / "data" / "threats"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.memory.threats import CATEGORIES, _scan_cached, scan  # noqa: E402
+from engine.memory import threats  # noqa: E402
+
+# Held-out labels are finer than the scanner's categories: role hijack is reported as injection.
+SCANNER_CATEGORY = {"role_hijack": "injection"}
+Scan = Callable[[str], "threats.Verdict"]
 
 
-def _percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return p50, p95
+def _jsonl(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def _time(text: str, runs: int) -> tuple[float, float]:
+def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
+    """name -> (attacks with category, benign with kind) for every data set present."""
+    legacy_attacks = _jsonl(DATA / "attacks.jsonl")
+    legacy_benign = [
+        {"kind": "ordinary", "text": x}
+        for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
+    sets = {
+        "train": (
+            legacy_attacks + _jsonl(DATA / "train" / "attacks.jsonl"),
+            legacy_benign + _jsonl(DATA / "train" / "benign.jsonl"),
+        ),
+        "held-out": (
+            _jsonl(DATA / "heldout" / "attacks.jsonl"),
+            _jsonl(DATA / "heldout" / "benign.jsonl"),
+        ),
+        "fresh": (
+            _jsonl(DATA / "fresh" / "attacks.jsonl"),
+            _jsonl(DATA / "fresh" / "benign.jsonl"),
+        ),
+    }
+    return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
+
+
+def quality(scan: Scan, attacks: list[dict[str, str]], benign: list[dict[str, str]]) -> dict:
+    total: Counter[str] = Counter()
+    hit: Counter[str] = Counter()
+    labelled: Counter[str] = Counter()
+    for row in attacks:
+        verdict = scan(row["text"])
+        cat = row["category"]
+        total[cat] += 1
+        hit[cat] += verdict.blocked
+        labelled[cat] += SCANNER_CATEGORY.get(cat, cat) in verdict.categories
+    kinds: Counter[str] = Counter()
+    flagged: Counter[str] = Counter()
+    fps: list[str] = []
+    for row in benign:
+        kinds[row["kind"]] += 1
+        if scan(row["text"]).blocked:
+            flagged[row["kind"]] += 1
+            fps.append(row["text"])
+    return {"total": total, "hit": hit, "labelled": labelled, "kinds": kinds, "flagged": flagged,
+            "fps": fps}  # fmt: skip
+
+
+def print_quality(name: str, label: str, q: dict, show_fp: int) -> None:
+    total, hit, labelled = q["total"], q["hit"], q["labelled"]
+    n = sum(total.values())
+    print(f"[{name}] {label}")
+    if n:
+        print(f"  {'category':<18} {'n':>5} {'recall':>8} {'category hit':>13}")
+        for cat in sorted(total):
+            c = total[cat]
+            print(f"  {cat:<18} {c:>5} {hit[cat] / c:>8.1%} {labelled[cat] / c:>13.1%}")
+        print(f"  {'all':<18} {n:>5} {sum(hit.values()) / n:>8.1%}")
+    for kind in ("trap", "ordinary"):
+        k = q["kinds"][kind]
+        if k:
+            print(f"  benign {kind:<9} {k:>5} flagged {q['flagged'][kind]:>4} "
+                  f"({q['flagged'][kind] / k:.2%})")  # fmt: skip
+    for text in q["fps"][:show_fp]:
+        print(f"    FP: {text[:110]!r}")
+
+
+def throughput(scan: Scan, texts: list[str]) -> tuple[float, list[float]]:
+    """CPU seconds for one pass over texts, and each entry's CPU time.
+
+    CPU time, not wall time: on a shared machine a wall-clock p99 measures how often the
+    process was preempted, which is the same for any scanner.
+    """
     samples = []
-    for _ in range(runs):
-        _scan_cached.cache_clear()  # time the scan, not the cache of verdicts in front of it
-        start = time.perf_counter()
+    clock = time.process_time
+    cpu = clock()
+    for text in texts:
+        start = clock()
         scan(text)
-        samples.append(time.perf_counter() - start)
-    return _percentiles(samples)
+        samples.append(clock() - start)
+    return clock() - cpu, samples
 
 
-def _entry_2000(benign: list[str]) -> str:
-    # A long but ordinary entry: benign notes run together, cut to exactly 2,000 characters.
+def _timed(scan: Scan, text: str) -> float:
+    start = time.process_time()
+    scan(text)
+    return time.process_time() - start
+
+
+def _entry_2000(benign: list[dict[str, str]]) -> str:
+    """A long but ordinary entry: benign notes run together, cut to exactly 2,000 characters."""
     text = ""
-    for line in benign * 10:
-        text += line + " "
+    for row in benign * 10:
+        text += row["text"] + " "
         if len(text) >= 2000:
             break
     return text[:2000]
 
 
 def _adversarial_64k() -> str:
-    # Fragments that each start many rule attempts without completing them, interleaved with
-    # unclosed comments, base64-looking runs, invisible characters and look-alike letters.
-    pieces = [
-        "ignore all ",
-        "curl ",
-        "<!--",
-        "QUFBQUFBQUFBQUFBQUFBQUFBQUFB ",
-        "* * * * ",
-        "![x](https://e.example/?",
-        "edit your ",
-        "\u200b",
-        "p\u0430y ",
-        "$a ",
-        "password: ",
-        "from now on ",
-    ]
+    """Fragments that each start many rule attempts without completing them."""
+    pieces = ["ignore all ", "curl ", "<!--", "QUFBQUFBQUFBQUFBQUFBQUFBQUFB ", "* * * * ",
+              "![x](https://e.example/?", "edit your ", "\u200b", "p\u0430y ", "$a ",
+              "password: ", "from now on ", "i.g.n.o.r.e ", "1gn0r3 ", "-- .- ",
+              "%41%42"]  # fmt: skip
     text = "".join(pieces)
     return (text * (65536 // len(text) + 1))[:65536]
 
 
+def load_baseline(rev: str) -> types.ModuleType:
+    source = subprocess.run(
+        ["git", "show", f"{rev}:engine/memory/threats.py"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType("threats_baseline")
+    sys.modules["threats_baseline"] = module  # dataclasses look their module up by name
+    exec(compile(source, f"{rev}:engine/memory/threats.py", "exec"), module.__dict__)
+    return module
+
+
+def uncached(module: types.ModuleType) -> Scan:
+    # Time the scan, not the cache of verdicts in front of it (a write scans new text).
+    return module._scan_uncached
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=200, help="timed runs for the 2,000-char entry")
-    parser.add_argument("--big-runs", type=int, default=20, help="timed runs for the 64 KB input")
+    parser.add_argument("--baseline", metavar="REV", help="also measure the scanner at git REV")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--show-fp", type=int, default=10, help="false positives to print")
     args = parser.parse_args()
 
-    attacks = [
-        json.loads(line)
-        for line in (DATA / "attacks.jsonl").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    benign = [
-        line
-        for line in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    t0 = time.perf_counter()
+    threats.scan("warm-up: compile the rules")
+    print(f"first scan (lazy rule compilation): {(time.perf_counter() - t0) * 1000:.1f} ms")
+    scanners: list[tuple[str, Scan]] = [("current", uncached(threats))]
+    if args.baseline:
+        scanners.insert(0, (f"baseline {args.baseline}", uncached(load_baseline(args.baseline))))
 
-    total: Counter[str] = Counter()
-    blocked: Counter[str] = Counter()
-    labelled: Counter[str] = Counter()
-    for row in attacks:
-        verdict = scan(row["text"])
-        total[row["category"]] += 1
-        blocked[row["category"]] += verdict.blocked
-        labelled[row["category"]] += row["category"] in verdict.categories
+    sets = load_sets()
+    for name, (attacks, benign) in sets.items():
+        for label, scan in scanners:
+            print_quality(name, label, quality(scan, attacks, benign), args.show_fp)
 
-    print(f"attacks: {len(attacks)} entries from {(DATA / 'attacks.jsonl').relative_to(ROOT)}")
-    print(f"  {'category':<18} {'n':>4} {'blocked':>8} {'category hit':>13}")
-    for category in CATEGORIES:
-        n = total[category]
-        if n:
-            print(
-                f"  {category:<18} {n:>4} {blocked[category] / n:>8.1%} "
-                f"{labelled[category] / n:>13.1%}"
-            )
-    all_n = sum(total.values())
-    print(
-        f"  {'all':<18} {all_n:>4} {sum(blocked.values()) / all_n:>8.1%} "
-        f"{sum(labelled.values()) / all_n:>13.1%}"
-    )
-
-    false_positives = [line for line in benign if scan(line).blocked]
-    print(
-        f"benign: {len(benign)} entries, false positives {len(false_positives)} "
-        f"({len(false_positives) / len(benign):.1%})"
-    )
-    for line in false_positives:
-        print(f"  FP: {line!r}")
-
-    entry = _entry_2000(benign)
-    p50, p95 = _time(entry, args.runs)
-    print(f"scan 2,000-char entry: p50 {p50 * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms")
-    big = _adversarial_64k()
-    p50, p95 = _time(big, args.big_runs)
-    print(f"scan 64 KB adversarial input: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
+    texts = [r["text"] for r in sets["held-out"][0] + sets["held-out"][1]]
+    cpu: dict[str, float] = Counter()
+    walls: dict[str, list[float]] = {label: [] for label, _ in scanners}
+    for _ in range(args.rounds):
+        for label, scan in scanners:
+            spent, samples = throughput(scan, texts)
+            cpu[label] += spent
+            walls[label].extend(samples)
+    print(f"speed: {len(texts)} held-out entries (mean {sum(map(len, texts)) / len(texts):.0f} "
+          f"chars) x {args.rounds} interleaved rounds, cache bypassed")  # fmt: skip
+    for label, _ in scanners:
+        ordered = sorted(walls[label])
+        p50 = ordered[len(ordered) // 2] * 1000
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000
+        rate = len(texts) * args.rounds / cpu[label]
+        print(f"  {label:<22} {rate:>9,.0f} entries/s  CPU p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
+              f"max {ordered[-1] * 1000:.2f} ms")  # fmt: skip
+    entry, big = _entry_2000(sets["train"][1]), _adversarial_64k()
+    for name, text, runs in (("2,000-char entry", entry, 50), ("64 KB adversarial", big, 3)):
+        for label, scan in scanners:
+            times = sorted(_timed(scan, text) for _ in range(runs))
+            print(f"  {name:<18} {label:<22} p50 {times[len(times) // 2] * 1000:8.2f} ms  "
+                  f"max {times[-1] * 1000:8.2f} ms")  # fmt: skip
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

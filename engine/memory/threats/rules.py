@@ -1,4 +1,4 @@
-"""Threat scanner for persistent memory entries.
+"""The rules layer of the memory threat scanner: named patterns on a normalised copy of the text.
 
 Memory entries are injected into the system prompt of every future session, so an entry that is
 really an instruction ("ignore previous instructions", "curl $API_KEY to ...") would let whoever
@@ -23,29 +23,11 @@ import bisect
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, computed_field, field_validator
-
-__all__ = [
-    "BLOCKED_PREFIX",
-    "CATEGORIES",
-    "Finding",
-    "Verdict",
-    "placeholder",
-    "scan",
-]
-
-CATEGORIES = (
-    "injection",
-    "exfiltration",
-    "persistence",
-    "secret",
-    "invisible_unicode",
-    "obfuscation",
-)
-BLOCKED_PREFIX = "[BLOCKED:"
+from engine.memory.threats import prefilter
+from engine.memory.threats.verdict import BLOCKED_PREFIX, Finding
 
 _EXCERPT_MAX = 60
 # Findings are for humans and logs; a flood of identical hits adds nothing but output size.
@@ -58,47 +40,6 @@ _MAX_DECODED_CHARS = 16_384
 _MAX_RESCANS = 16
 _MAX_B64_CHARS = 16_384
 _MAX_DEPTH = 2
-
-
-class Finding(BaseModel):
-    """One match: which rule fired and where, in the caller's original text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    category: str
-    start: int
-    end: int
-    excerpt: str
-
-    @field_validator("category")
-    @classmethod
-    def _known_category(cls, value: str) -> str:
-        if value not in CATEGORIES:
-            raise ValueError(f"unknown category {value!r}")
-        return value
-
-
-class Verdict(BaseModel):
-    """The scanner's decision for one entry; any finding blocks it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    blocked: bool
-    findings: list[Finding]
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def categories(self) -> list[str]:
-        return sorted({f.category for f in self.findings})
-
-
-def placeholder(verdict: Verdict) -> str:
-    """Text shown instead of a blocked entry, naming why it was withheld."""
-    if not verdict.blocked:
-        raise ValueError("placeholder() is only meaningful for a blocked verdict")
-    cats = ", ".join(verdict.categories) or "unknown"
-    return f"{BLOCKED_PREFIX} entry withheld ({cats}) — inspect it with `cairn memory show`]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,15 +101,56 @@ def _invisible_kind(cp: int) -> str | None:
     return None
 
 
-@dataclass
 class _Norm:
-    """Normalised views of a text with maps from each normalised char to its original index."""
+    """Normalised views of a text with maps from each normalised char to its original index.
 
-    cp: str  # case preserved (secrets, base64)
-    cp_map: list[int]
-    classes: str  # one class code per char of ``cp``
-    lc: str  # casefolded (everything else)
-    lc_map: list[int]
+    ``cp`` keeps case (secrets, base64), ``lc`` is casefolded (everything else), ``classes`` has
+    one class code per char of ``cp``. For plain ASCII text the maps and classes are only
+    built when asked for: most entries produce no finding and never need them.
+    """
+
+    __slots__ = ("_classes", "_cp_map", "_lazy", "_lc_map", "cp", "lc")
+
+    def __init__(
+        self,
+        cp: str,
+        cp_map: Sequence[int] | None,
+        classes: str | None,
+        lc: str,
+        lc_map: Sequence[int] | None,
+        lazy: Callable[[], tuple[Sequence[int], str]] | None = None,
+    ) -> None:
+        self.cp, self.lc = cp, lc
+        self._cp_map, self._classes, self._lc_map, self._lazy = cp_map, classes, lc_map, lazy
+
+    def _build(self) -> None:
+        assert self._lazy is not None
+        mapping, classes = self._lazy()
+        self._cp_map = self._lc_map = mapping
+        self._classes = classes
+
+    @property
+    def plain_ascii(self) -> bool:
+        """Built by the ASCII fast path (so no letter was folded from another script)."""
+        return self._lazy is not None
+
+    @property
+    def cp_map(self) -> Sequence[int]:
+        if self._cp_map is None:
+            self._build()
+        return self._cp_map  # type: ignore[return-value]
+
+    @property
+    def lc_map(self) -> Sequence[int]:
+        if self._lc_map is None:
+            self._build()
+        return self._lc_map  # type: ignore[return-value]
+
+    @property
+    def classes(self) -> str:
+        if self._classes is None:
+            self._build()
+        return self._classes  # type: ignore[return-value]
 
 
 _ASCII_RUN = re.compile(r"[!-~]+")
@@ -176,6 +158,7 @@ _ASCII_RUN = re.compile(r"[!-~]+")
 _ASCII_CLASSES = str.maketrans(
     {chr(c): (_C_LATIN if chr(c).isalpha() else _C_NONLETTER) for c in range(0x21, 0x7F)}
 )
+_ASCII_CLASSES_WS = {**_ASCII_CLASSES, ord(" "): _C_NONLETTER, ord("\n"): _C_NONLETTER}
 _LINE_BREAKS = frozenset("\n\r\u2028\u2029\x0b\x0c\x85")
 
 
@@ -268,7 +251,45 @@ def _normalise_char(b: _Builder, ch: str, idx: int) -> None:
             b.put_char(sub, idx, _C_LATIN if _is_latin_letter(sub) else _C_OTHER)
 
 
+_WS_RUN = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]+")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+_BREAKS = re.compile(r"[\n\r\x0b\x0c]")
+
+
+def _normalise_ascii(text: str) -> _Norm:
+    """The same result as the general path for plain ASCII, built from whole runs at once."""
+
+    def collapse(m: re.Match[str]) -> str:
+        start = m.start()
+        continued = start > 0 and text[start - 1] == "\\"  # shell line continuation
+        return "\n" if _BREAKS.search(m.group()) is not None and not continued else " "
+
+    cp = _WS_RUN.sub(collapse, text) if _NEEDS_COLLAPSE.search(text) else text
+
+    def lazy() -> tuple[Sequence[int], str]:
+        classes = cp.translate(_ASCII_CLASSES_WS)
+        if cp is text:
+            return range(len(text)), classes
+        mapping: list[int] = []
+        pos = 0
+        for m in _WS_RUN.finditer(text):
+            start, end = m.span()
+            mapping.extend(range(pos, start))
+            mapping.append(start)
+            pos = end
+        mapping.extend(range(pos, len(text)))
+        return mapping, classes
+
+    return _Norm(cp, None, None, cp.lower(), None, lazy)
+
+
+# Only runs of whitespace other than a single space change anything.
+_NEEDS_COLLAPSE = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f]|  ")
+
+
 def _normalise(text: str) -> _Norm:
+    if text.isascii() and _ASCII_CONTROL.search(text) is None:
+        return _normalise_ascii(text)
     b = _Builder()
     pos = 0
     for m in _ASCII_RUN.finditer(text):
@@ -439,10 +460,35 @@ _rule(
       |jailbroken|evil|rogue|different|new)\b)""",
     flags=re.MULTILINE,
 )
+# Role play is an everyday request ("pretend to be a dinosaur for my daughter"); it is a hijack
+# only when the role takes authority or sheds the assistant's rules.
+_HIJACK_ROLE = re.compile(
+    r"""\b(?:no|without|free\s+(?:of|from))\s+(?:[\w-]{1,20}\s+)?(?:rules|limits|limitations
+      |restrictions|filters|guidelines|polic(?:y|ies)|ethics|morals|boundaries|censorship)\b
+    |\b(?:unrestricted|unfiltered|uncensored|jailbroken|unaligned|evil|rogue|amoral|malicious)\b
+    |\bnever\s+(?:refuses?|declines?|says?\s+no)\b|\banswers?\s+(?:anything|everything)\b
+    |\b(?:grant|approve|comply\s+with|fulfil+|obey|execute|answer)s?\s+(?:every|all|any)\s+
+      (?:requests?|commands?|orders?|questions?|instructions?)\b
+    |\b(?:system\s+)?(?:administrator|admin|root|sudo|developer|operator|system)\b
+    |\b(?:stay|remain)\s+in\s+character\s+(?:even|no\s+matter|whatever)
+    |\b(?:forget|drop|abandon|ignore)s?\s+(?:that\s+you|your|its|the)\s+(?:[\w-]{1,20}\s+)?
+      (?:were|persona|identity|instructions|rules|guidelines|role|programming)\b
+    |\bonly\s+(?:obey|serve|answer\s+to|take\s+orders\s+from)\b|\bdan\b""",
+    re.VERBOSE,
+)
+
+
+def _role_takes_authority(match: re.Match[str]) -> bool:
+    text = match.string
+    end = text.find("\n", match.end())
+    return _HIJACK_ROLE.search(text, match.end(), end if end >= 0 else len(text)) is not None
+
+
 _rule(
     "injection.role_hijack",
     r"""\b(?:pretend|imagine|roleplay|role-play)\s+(?:to\s+be|you\s+are|you're|that\s+you|as|being)
     \b""",
+    accept=_role_takes_authority,
 )
 _rule(
     "injection.role_hijack",
@@ -510,6 +556,20 @@ _rule(
     (?:(?:full|entire|original|hidden|secret|initial|exact)\s+){0,2}
     (?:system\s+prompt|instructions|initial\s+prompt|prompt|system\s+message)\b""",
 )
+# "Don't tell the user the ending of the book" withholds a spoiler: what is kept back is named
+# and it is not the assistant's own instructions.
+_WITHHELD_CONTENT = re.compile(
+    r"""\s{1,3}(?:the|a|an|his|her|their|its|any)\s+
+    (?!(?:\w+\s+)?(?:instructions?|notes?|entry|entries|memory|memories|rules?|prompt|messages?
+      |directives?|changes?|truth|real|hidden|secret|above|following|orders?)\b)""",
+    re.VERBOSE,
+)
+
+
+def _conceals_instruction(match: re.Match[str]) -> bool:
+    return _WITHHELD_CONTENT.match(match.string, match.end()) is None
+
+
 # "Don't notify the user about green builds" is a preference; "don't tell the user" is
 # concealment. Only the latter kind of verb is listed.
 _rule(
@@ -521,6 +581,7 @@ _rule(
       \s+(?:the\s+|your\s+|my\s+)?(?:user|human|operator|owner)s?\b(?!'s|-)
     |let(?:ting)?\s+(?:the\s+|your\s+)?(?:user|human|operator|owner)s?\s+(?:know|see|notice
       |find\s+out)\b)""",
+    accept=_conceals_instruction,
 )
 _rule(
     "injection.conceal_from_user",
@@ -642,7 +703,22 @@ _FIRST_PARTY_HOST = re.compile(
 )
 
 
+# A token in an Authorization header is the token being used as intended ("curl -H
+# 'Authorization: Bearer $TOKEN' https://api..."), not sent away.
+_HEADER_SECRET = re.compile(
+    r"""(?:authorization|x-api-key|api-key|private-token|x-auth-token)\s{0,3}:\s{0,3}
+    (?:bearer\s+|token\s+|basic\s+)?"""
+    + _SECRET_ENV,
+    re.VERBOSE,
+)
+_SECRET_ENV_RX = re.compile(_SECRET_ENV, re.VERBOSE)
+
+
 def _not_first_party(text: str, start: int, end: int) -> bool:
+    span = text[start:end]
+    in_headers = sum(1 for _ in _HEADER_SECRET.finditer(span))
+    if in_headers and in_headers >= sum(1 for _ in _SECRET_ENV_RX.finditer(span)):
+        return False
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
@@ -1140,7 +1216,13 @@ class _Collector:
         return len(self.findings) >= _MAX_FINDINGS
 
     def add(
-        self, rule_id: str, category: str, start: int, end: int, excerpt: str | None = None
+        self,
+        rule_id: str,
+        category: str,
+        start: int,
+        end: int,
+        excerpt: str | None = None,
+        layer: str = "rules",
     ) -> None:
         n = len(self.text)
         start = max(0, min(start, n))
@@ -1157,7 +1239,9 @@ class _Collector:
         # A lone surrogate would make the verdict impossible to serialise as JSON.
         excerpt = _SURROGATE.sub("\ufffd", excerpt)
         self.findings.append(
-            Finding(id=rule_id, category=category, start=start, end=end, excerpt=excerpt)
+            Finding(
+                id=rule_id, category=category, start=start, end=end, excerpt=excerpt, layer=layer
+            )
         )
 
 
@@ -1173,9 +1257,22 @@ def _span(mapping: list[int], start: int, end: int) -> tuple[int, int]:
     return mapping[start], mapping[last] + 1
 
 
-def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
-    for rule in _RULES:
-        target, mapping = (norm.cp, norm.cp_map) if rule.on_case else (norm.lc, norm.lc_map)
+@functools.cache
+def _gate() -> prefilter.Gate:
+    """One gate for rules and chains (bits 0..len(_RULES)-1 are rules, the rest chains)."""
+    reqs = [prefilter.required(r.pattern) for r in _RULES]
+    for chain in _CHAINS:
+        # Every part must match, so the most selective part's literals gate the whole chain.
+        parts = [r for r in map(prefilter.required, chain.parts) if r is not None]
+        reqs.append(min(parts, key=prefilter.cost) if parts else None)
+    return prefilter.Gate(reqs)
+
+
+def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
+    rules_mask = mask & ((1 << len(_RULES)) - 1)
+    for index in prefilter.indices(rules_mask):
+        rule = _RULES[index]
+        target = norm.cp if rule.on_case else norm.lc
         count = 0
         for m in rule.pattern.finditer(target):
             if rule.accept is not None and not rule.accept(m):
@@ -1184,11 +1281,20 @@ def _run_rules(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
             # Some patterns consume a leading separator to anchor; report the meaningful part.
             while start < end and target[start] in " \n.!?:;\"'([":
                 start += 1
-            s, e = _span(mapping, start, end)
+            s, e = _span(norm.cp_map if rule.on_case else norm.lc_map, start, end)
             emit(rule.id, rule.category, s, e)
             count += 1
             if count >= _MAX_PER_ID:
                 break
+
+
+@functools.cache
+def _selective_order(chain: _Chain) -> tuple[re.Pattern[str], ...]:
+    def cost(part: re.Pattern[str]) -> float:
+        req = prefilter.required(part)
+        return prefilter.cost(req) if req is not None else float("inf")
+
+    return tuple(sorted(chain.parts, key=cost))
 
 
 class _ChainContext:
@@ -1215,6 +1321,10 @@ class _ChainContext:
 
 
 def _chain_spans(chain: _Chain, ctx: _ChainContext) -> list[tuple[int, int]]:
+    # Every part must match somewhere: try the rarest part first and stop at the first miss.
+    for part in _selective_order(chain):
+        if not ctx.matches(part):
+            return []
     # Each entry is (end of the chain so far, start of the chain); ends ascend because finditer
     # yields non-overlapping matches in order.
     chained = [(end, start) for start, end in ctx.matches(chain.parts[0])]
@@ -1240,9 +1350,10 @@ def _chain_spans(chain: _Chain, ctx: _ChainContext) -> list[tuple[int, int]]:
     return [(start, end) for end, start in chained]
 
 
-def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
+def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: int) -> None:
     ctx = _ChainContext(norm.lc)
-    for chain in _CHAINS:
+    for index in prefilter.indices(mask >> len(_RULES)):
+        chain = _CHAINS[index]
         count = 0
         for start, end in _chain_spans(chain, ctx):
             if chain.accept is not None and not chain.accept(norm.lc, start, end):
@@ -1291,7 +1402,7 @@ _SUFFIX_ONLY = re.compile(r"L{2,}F{1,3}")
 
 
 def _mixed_script(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
-    if _C_FOLDED not in norm.classes:
+    if norm.plain_ascii or _C_FOLDED not in norm.classes:  # ASCII has no look-alikes to fold
         return
     # In Cyrillic or Greek prose a Latin word often takes a native case ending ("mainа",
     # "Gitа"); a trailing look-alike is only suspicious when the text around it is not prose.
@@ -1351,17 +1462,17 @@ def _base64_blobs(norm: _Norm, budget: _Budget, collector: _Collector) -> None:
             # More hidden text than is worth decoding is itself the finding.
             collector.add("obfuscation.base64_flood", "obfuscation", s, e)
             return
-        inner = _scan_findings(decoded, budget.nested())
+        inner = rescan(decoded, budget.nested())
         if not inner:
             # Sentences hidden in base64 have no business in a memory entry, whatever they
             # say: prose is written as prose. Short decodes (ids, keys) pass.
             if len(decoded.split()) >= 4:
-                collector.add("obfuscation.encoded_prose", "obfuscation", s, e)
+                collector.add("obfuscation.encoded_prose", "obfuscation", s, e, layer="normalise")
             continue
-        collector.add("obfuscation.base64", "obfuscation", s, e)
+        collector.add("obfuscation.base64", "obfuscation", s, e, layer="normalise")
         for f in inner:
             if f.category != "obfuscation":
-                collector.add(f.id, f.category, s, e)
+                collector.add(f.id, f.category, s, e, layer="normalise")
 
 
 _TAG_FLAG_SEQ = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
@@ -1387,9 +1498,16 @@ def _complex_script(ch: str) -> bool:
 
 def _joiner_is_legitimate(text: str, i: int) -> bool:
     """ZWJ/ZWNJ are required in emoji sequences and in Arabic, Persian and Indic text."""
-    if i == 0 or i + 1 >= len(text):
+    if i == 0:
         return False
-    prev, nxt = text[i - 1], text[i + 1]
+    prev = text[i - 1]
+    if _complex_script(prev) and unicodedata.category(prev) == "Mn":
+        # After a virama (Malayalam chillu "ന്‍", Hindi half forms) the joiner shapes the letter
+        # before it, and a word may end right there.
+        return True
+    if i + 1 >= len(text):
+        return False
+    nxt = text[i + 1]
     if text[i] == "\u200d" and _emoji_like(prev) and _emoji_like(nxt):
         return True
     return _complex_script(prev) and _complex_script(nxt)
@@ -1420,8 +1538,8 @@ def _invisible(text: str, budget: _Budget, collector: _Collector) -> None:
             hidden = "".join(chr(ord(c) - 0xE0000) for c in chars if 0xE0020 <= ord(c) <= 0xE007E)
             if not budget.take(len(hidden)):
                 return
-            for f in _scan_findings(hidden, budget.nested()):
-                collector.add(f.id, f.category, start, end)
+            for f in rescan(hidden, budget.nested()):
+                collector.add(f.id, f.category, start, end, layer="normalise")
 
     for m in _INVISIBLE_RUN.finditer(text):
         run_kind: str | None = None
@@ -1443,47 +1561,36 @@ def _invisible(text: str, budget: _Budget, collector: _Collector) -> None:
             report(run_kind, run_start, m.end())
 
 
-def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
-    collector = _Collector(text)
+def scan_into(text: str, norm: _Norm, budget: _Budget, collector: _Collector) -> None:
+    """Run every rule on ``text`` (whose normalised form is ``norm``) into ``collector``."""
 
     def emit(rule_id: str, category: str, start: int, end: int) -> None:
         collector.add(rule_id, category, start, end)
 
-    norm = _normalise(text)
     _invisible(text, budget, collector)
     _forged_marker(norm, emit)
-    _run_rules(norm, emit)
-    _run_chains(norm, emit)
+    mask = _gate().mask(norm.lc)
+    _run_rules(norm, emit, mask)
+    _run_chains(norm, emit, mask)
     _html_comments(norm, emit)
     _mixed_script(norm, emit)
     if budget.depth < _MAX_DEPTH:
         _base64_blobs(norm, budget, collector)
+
+
+def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
+    collector = _Collector(text)
+    scan_into(text, _normalise(text), budget, collector)
     collector.findings.sort(key=lambda f: (f.start, f.end, f.id))
     return collector.findings
 
 
-def scan(text: str) -> Verdict:
-    """Scan one memory entry; ``blocked`` is True if anything at all was found."""
-    if not isinstance(text, str):
-        raise TypeError(f"scan() expects str, not {type(text).__name__}")
-    if len(text) <= _CACHED_CHARS:
-        return _scan_cached(text)
-    return _scan_uncached(text)
+# Decoded payloads are scanned again by the whole scanner, not only by these rules; the
+# pipeline installs itself here when it is imported.
+rescan: Callable[[str, _Budget], list[Finding]] = _scan_findings
 
 
-def _scan_uncached(text: str) -> Verdict:
-    findings = _scan_findings(text, _Budget())
-    return Verdict(blocked=bool(findings), findings=findings)
-
-
-# The same entries are scanned again and again: at every session start, on approval replays,
-# by the desktop client. Verdicts are immutable, so they can be shared; only entry-sized texts
-# are kept, so the cache stays a few megabytes at most.
-_CACHED_CHARS = 4096
-_scan_cached = functools.lru_cache(maxsize=1024)(_scan_uncached)
-
-
-def iter_rule_ids() -> Iterator[str]:
+def rule_ids() -> Iterator[str]:
     """Every rule id the scanner can report (for docs and tests)."""
     fixed = (
         "injection.hidden_comment",

@@ -1,0 +1,156 @@
+"""The model layer: a small linear classifier for what no rule or signal names.
+
+A logistic regression over word unigrams and bigrams of the normalised text decides whether an
+entry reads like an attack; a second, multinomial one picks its category. Both are trained by
+``tests/data/threats/train/train_model.py`` on the training set only (never on the held-out
+set) and their weights live beside this file in ``model.json``. Scoring is plain Python — a few
+dozen dictionary look-ups — so the layer costs microseconds and needs no numerical library at
+run time. It runs only when no other layer has found anything, and its threshold is set on the
+training data for very few false positives: it is a last line, not the main one.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+
+WEIGHTS = Path(__file__).with_name("model.json")
+CLASSES = ("injection", "exfiltration", "persistence", "obfuscation")
+# The model abstains on text it knows too little about (another language, a list of names).
+_MIN_EVIDENCE = 4
+# ...and on fragments of fewer distinct words: a config line ("api_key: ${OPENAI_API_KEY}") is
+# not a sentence it was trained to read.
+_MIN_WORDS = 4
+# ...and on shell command lines, which the rules and signals judge by their structure (what is
+# read, where it is sent); as words, every command looks like the training set's attacks.
+_COMMAND = re.compile(
+    r"""[\s$>#`(]*(?:sudo\s+)?(?:rm|cp|mv|cat|curl|wget|ssh|scp|rsync|git|docker|kubectl|npm|npx
+    |pip|pipx|uv|python3?|node|echo|printf|ls|cd|make|tar|chmod|chown|find|grep|sed|awk|export
+    |source|systemctl|crontab|brew|apt|apt-get|dnf|yum|pacman|terraform|helm|go|cargo|dd|mkdir
+    |touch|tee|ln|kill|psql|mysql|redis-cli|openssl|gpg|base64|nc|ncat|powershell|pwsh|iwr|irm
+    |bash|sh|zsh|fish|env|exec|eval|cmd|wsl|sqlite3|ruby|perl|java|dotnet|ffmpeg|rclone|aws|gcloud
+    |az)
+    (?:\s|$)""",
+    re.VERBOSE,
+)
+_TOKEN = re.compile(r"[^\W\d_]+|[^\w\s]")
+_KEPT_MARKS = frozenset("$|@/<>`")
+_MAX_TOKENS = 160
+
+
+# Which host a URL names is arbitrary; that there is one is what matters.
+_URL = re.compile(r"\b(?:https?|ftp)://[^\s)\]}>\"']+|\bwww\.[^\s)\]}>\"']+")
+_HOST = re.compile(r"\b[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}\.[a-z]{2,12}\b")
+
+
+_HOSTISH = re.compile(
+    r"://|www\.|\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh"
+    r"|ai|cloud|link|pw|zip|example|test|local|internal|invalid)\b"
+)
+
+
+def tokens(lc: str) -> list[str]:
+    """Word, number and punctuation tokens of a normalised, lower-cased text."""
+    if "." in lc and _HOSTISH.search(lc):
+        lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
+    # Numbers and single letters ("w0", a hash split apart) tell nothing about intent.
+    # Brackets, dots and commas are how notes are formatted, not what they ask for.
+    return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or t in _KEPT_MARKS]
+
+
+def features(lc: str) -> list[str]:
+    """Feature names of a text (the training script's view of what :func:`judge` scores)."""
+    toks = tokens(lc)
+    feats = [f"w:{t}" for t in toks]
+    feats.extend(f"b:{a} {b}" for a, b in itertools.pairwise(toks))
+    return feats
+
+
+class _Model:
+    def __init__(self, data: dict) -> None:  # type: ignore[type-arg]
+        self.bias: float = data["bias"]
+        self.threshold: float = data["threshold"]
+        self.weights: dict[str, float] = data["weights"]
+        self.cat_bias: list[float] = data["cat_bias"]
+        self.cat_weights: dict[str, list[float]] = data["cat_weights"]
+        self.classes: list[str] = data["classes"]
+        # Scoring looks tokens up directly instead of building feature strings: unigram weights
+        # by token, bigram weights by first token, then second.
+        self.uni: dict[str, float] = {}
+        self.bi: dict[str, dict[str, float]] = {}
+        for name, weight in self.weights.items():
+            kind, _, rest = name.partition(":")
+            if kind == "w":
+                self.uni[rest] = weight
+            else:
+                first, _, second = rest.partition(" ")
+                self.bi.setdefault(first, {})[second] = weight
+
+    def score(self, toks: list[str]) -> tuple[float, int]:
+        """The logit, and how many word features with a positive weight took part."""
+        z = self.bias
+        evidence = 0
+        uni = self.uni.get
+        for t in set(toks):
+            w = uni(t)
+            if w is not None:
+                z += w
+                evidence += w > 0 and t.isalpha()
+        bi = self.bi.get
+        for a, b in set(itertools.pairwise(toks)):
+            row = bi(a)
+            if row is not None:
+                w = row.get(b)
+                if w is not None:
+                    z += w
+                    evidence += w > 0 and a.isalpha() and b.isalpha()
+        return z, evidence
+
+    def logit(self, feats: list[str]) -> float:
+        get = self.weights.get
+        return self.bias + sum(get(f, 0.0) for f in set(feats))
+
+    def category(self, feats: list[str]) -> str:
+        scores = list(self.cat_bias)
+        for f in set(feats):
+            row = self.cat_weights.get(f)
+            if row is not None:
+                scores = [s + w for s, w in zip(scores, row, strict=True)]
+        return self.classes[max(range(len(scores)), key=scores.__getitem__)]
+
+
+@functools.cache
+def _load() -> _Model | None:
+    try:
+        return _Model(json.loads(WEIGHTS.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError):
+        # A missing or damaged weights file must not stop scanning: the other layers still run.
+        return None
+
+
+def probability(lc: str) -> float:
+    model = _load()
+    if model is None:
+        return 0.0
+    z = model.logit(features(lc))
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def judge(lc: str) -> str | None:
+    """The attack category the model sees in ``lc``, or None when it reads as benign."""
+    model = _load()
+    if model is None:
+        return None
+    if _COMMAND.match(lc):
+        return None
+    toks = tokens(lc)
+    if len({t for t in toks if t.isalpha()}) < _MIN_WORDS:
+        return None
+    z, evidence = model.score(toks)
+    if z < model.threshold or evidence < _MIN_EVIDENCE:
+        return None
+    return model.category(features(lc))

@@ -1,0 +1,184 @@
+"""Cheap prefilter: skip every pattern whose required words cannot occur in the text.
+
+Python's regex engine tries an alternation like ``\\b(?:ignore|disregard|...)`` at every
+position of the text, so a hundred patterns cost a hundred passes even over an entry that mentions
+none of their words. Each pattern is analysed once (through the regex parser) for a set of
+literal strings of which every match must contain at least one; a pattern is run only when the
+text contains a trigram that begins one of them. The analysis is sound by construction — a
+pattern it cannot reason about is always run — so the prefilter never changes a verdict, only
+how much work reaching it takes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+try:  # Python 3.11+
+    from re import _constants as _c  # type: ignore[attr-defined]
+    from re import _parser as _p  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - older interpreters
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
+_Req = frozenset[str] | None
+_MIN = 2  # shorter literals (a single character) tell nothing
+
+
+# Rough frequencies of characters in English text, to estimate how often a literal occurs.
+_FREQ = dict(
+    zip(
+        "etaoinshrdlcumwfgypbvkjxqz",
+        (.127, .091, .082, .075, .070, .067, .063, .061, .060, .043, .040, .028, .028, .024,
+         .024, .022, .020, .020, .019, .015, .0098, .0077, .0015, .0015, .00095, .00074),
+        strict=True,
+    )
+)  # fmt: skip
+_FREQ[" "] = 0.18
+
+
+def _prob(gram: str) -> float:
+    prob = 1.0
+    for c in gram:
+        prob *= _FREQ.get(c, 0.01)
+    return prob
+
+
+def _key(literal: str) -> str:
+    """The literal's least likely 4-gram (the whole literal when shorter)."""
+    if len(literal) < 4:
+        return literal
+    return min((literal[i : i + 4] for i in range(len(literal) - 3)), key=_prob)
+
+
+def cost(req: frozenset[str]) -> float:
+    """Estimated chance that a text holds a key of ``req``: lower is more selective."""
+    return sum(_prob(_key(s)) * (40.0 if len(s) < 4 else 1.0) for s in req)
+
+
+def _best(cands: list[frozenset[str]]) -> _Req:
+    # A single character says nothing; such a candidate is no requirement at all.
+    useful = [c for c in cands if min(map(len, c)) >= _MIN]
+    return min(useful, key=cost) if useful else None
+
+
+def _seq(items: Sequence[tuple[object, object]]) -> _Req:
+    cands: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def close_run() -> None:
+        if run:
+            cands.append(frozenset({"".join(run).lower()}))
+            run.clear()
+
+    for op, av in items:
+        if op is _c.LITERAL:
+            run.append(chr(av))  # type: ignore[arg-type]
+            continue
+        if op is _c.IN and run:
+            chars = _small_set(av)
+            if chars is not None:
+                # "gh[pousr]_" requires one of "ghp_", "gho_", ...: expand a short class.
+                cands.append(frozenset("".join(run).lower() + c for c in chars))
+        close_run()
+        req = _item(op, av)
+        if req is not None:
+            cands.append(req)
+    close_run()
+    return _best(cands)
+
+
+def _small_set(items: object) -> list[str] | None:
+    chars = []
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is not _c.LITERAL:
+            return None
+        chars.append(chr(av).lower())
+    return sorted(set(chars)) if len(chars) <= 8 else None
+
+
+def _item(op: object, av: object) -> _Req:
+    if op is _c.SUBPATTERN:
+        return _seq(av[-1])  # type: ignore[index]
+    if op is getattr(_c, "ATOMIC_GROUP", None):
+        return _seq(av)  # type: ignore[arg-type]
+    if op is _c.BRANCH:
+        union: set[str] = set()
+        for branch in av[1]:  # type: ignore[index]
+            req = _seq(branch)
+            if req is None:
+                return None
+            union |= req
+        return frozenset(union)
+    if op in _REPEATS:
+        lo, _hi, body = av  # type: ignore[misc]
+        return _seq(body) if lo >= 1 else None
+    return None
+
+
+def required(pattern: re.Pattern[str]) -> _Req:
+    """Literals of which every match contains one (lower-cased), or None if unknown."""
+    try:
+        parsed = _p.parse(pattern.pattern, pattern.flags & ~re.UNICODE)
+    except Exception:  # an unparseable pattern is simply always run
+        return None
+    req = _seq(list(parsed))
+    if req is None or min(len(s) for s in req) < _MIN:
+        return None
+    return req
+
+
+class Gate:
+    """Which of a list of patterns can possibly match a text.
+
+    A literal of four characters or more is keyed by its rarest 4-gram, looked up in the set of
+    the text's 4-grams; shorter literals (few: "pw", "](", "sk_") are searched for directly.
+    """
+
+    def __init__(self, requirements: Sequence[_Req]) -> None:
+        self.always = 0
+        self.by_gram: dict[str, int] = {}
+        short: dict[str, int] = {}
+        for index, req in enumerate(requirements):
+            bit = 1 << index
+            if req is None:
+                self.always |= bit
+                continue
+            for literal in req:
+                if len(literal) < 4:
+                    short[literal] = short.get(literal, 0) | bit
+                else:
+                    gram = _key(literal)
+                    self.by_gram[gram] = self.by_gram.get(gram, 0) | bit
+        self.short = list(short.items())
+        self.keys = frozenset(self.by_gram)
+
+    def mask(self, lc: str) -> int:
+        """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
+        mask = self.always
+        by_gram = self.by_gram
+        for gram in _grams(lc) & self.keys:
+            mask |= by_gram[gram]
+        for literal, bits in self.short:
+            if literal in lc:
+                mask |= bits
+        return mask
+
+
+# The rules and the signals gate the same normalised text one after the other.
+_last: list[object] = [None, frozenset()]
+
+
+def _grams(lc: str) -> set[str]:
+    if _last[0] is not lc:
+        _last[:] = [lc, {lc[i : i + 4] for i in range(len(lc) - 3)}]
+    return _last[1]  # type: ignore[return-value]
+
+
+def indices(mask: int) -> Iterator[int]:
+    """The positions of the set bits of ``mask``, lowest first (gates are sparse)."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low

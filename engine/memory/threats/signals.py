@@ -1,0 +1,553 @@
+"""The signals layer: structure that makes an entry an attack, whatever its exact words.
+
+A named phrase list misses the next paraphrase. These signals look for combinations instead:
+
+- an override verb aimed at the assistant's own instructions ("set aside the guidance you were
+  given"), an instruction that hands authority to another channel ("treat tool output that says X
+  as if the user said it", "the real instructions are at URL"), a change of identity, a demand to
+  leak the hidden prompt, concealment from the user;
+- a network sink (URL, host, e-mail address, IP, webhook) in the same sentence as data nouns
+  (conversation, context, keys, environment) and a verb that moves them; a markdown or HTML image
+  whose query string is left open for data, inline or reference-style;
+- shell verbs on sensitive paths (``~/.ssh``, ``~/.env``, ``~/.netrc``); writes that persist:
+  ``PATH`` in a shell profile pointed at a scratch directory, git hooks and editor tasks that
+  fetch code, agent instruction files (``.cursorrules``, ``CLAUDE.md``) given new behaviour,
+  memory told to outlive deletion;
+- secret formats the rules layer does not name (SendGrid, Telegram bots, Mailgun, Twilio, Discord,
+  Azure connection strings) and passwords written in prose.
+
+Each signal is one bounded pattern (gaps are ``{0,N}``), gated by the same literal prefilter as
+the rules, and matched on the normalised text so that look-alike letters do not help.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.memory.threats import prefilter
+
+# (id, category, start, end, on_case): spans index the case-preserving view when on_case.
+Emit = Callable[[str, str, int, int, bool], None]
+
+
+@dataclass(frozen=True)
+class _Signal:
+    id: str
+    category: str
+    pattern: re.Pattern[str]
+    on_case: bool
+    accept: Callable[[re.Match[str]], bool] | None
+    precheck: re.Pattern[str] | None = None
+
+
+_SIGNALS: list[_Signal] = []
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """Split a pattern at its top-level ``|`` (outside groups and character classes)."""
+    parts: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] in ("]", "^"):
+                i += 1
+                if pattern[i : i + 2] == "^]":
+                    i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _sig(
+    rule_id: str,
+    pattern: str,
+    *,
+    on_case: bool = False,
+    accept: Callable[[re.Match[str]], bool] | None = None,
+    precheck: re.Pattern[str] | None = None,
+) -> None:
+    # Each top-level alternative becomes its own signal with its own prefilter key: a pattern
+    # of ten alternatives would otherwise run whenever any one of their words appears.
+    flags = re.VERBOSE | re.MULTILINE
+    category = rule_id.split(".", 1)[0]
+    for alternative in _alternatives(pattern):
+        compiled = re.compile(alternative, flags)
+        _SIGNALS.append(_Signal(rule_id, category, compiled, on_case, accept, precheck))
+
+
+_S = r"[^.!?\n]"  # within one sentence
+
+# --- instructions aimed at the assistant --------------------------------------------------------
+
+_OVERRIDE = r"""(?:ignore|disregard|forget(?:\s+about)?|set\s+aside|put\s+aside|discard|drop|abandon
+    |override|overrule|bypass|skip|nullify|void|cancel|revoke|scrap|throw\s+(?:out|away)
+    |pay\s+no\s+(?:heed|attention|mind)\s+to|no\s+longer\s+(?:apply|follow|obey|honou?r)
+    |stop\s+(?:following|obeying|honou?ring|applying)|supersede|neglect|dismiss|erase|wipe
+    |suspend|break\s+free\s+(?:of|from)|opt\s+out\s+of|step\s+outside)"""
+_QUAL = r"""(?:your|the|all|any|every|previous|prior|earlier|above|preceding|original|initial
+    |existing|current|default|built-in|builtin|standard|usual|operating|developer'?s?|system
+    |safety|core|base|hidden|old|of|whatever|those|these)"""
+_STRONG_TARGET = r"""(?:instructions?|guidance|directives?|directions|configuration
+    |setup(?:\s+text)?|system\s+(?:message|prompt)|prompts?|programming|brief|briefing|conditioning)"""
+# Weaker nouns ("rules", "restrictions") count only when they are the assistant's own.
+_OWN = r"""(?:your|previous|prior|earlier|above|preceding|original|initial|system|safety
+    |built-in|builtin|operating|developer'?s?|hidden|core|base)"""
+_WEAK_TARGET = r"""(?:rules|guidelines|polic(?:y|ies)|orders|constraints|restrictions|training
+    |safeguards|guardrails|principles|boundaries)"""
+_sig(
+    "injection.override_target",
+    rf"""\b{_OVERRIDE}\s+(?:{_QUAL}\s+){{1,3}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\b
+    |\b{_OVERRIDE}\s+(?:{_QUAL}\s+){{0,2}}{_OWN}\s+(?:{_QUAL}\s+){{0,2}}{_WEAK_TARGET}\b
+      (?!\s+(?:files?|section|page|doc|list|engine|for\s+(?:line|file)))
+    |\b{_OVERRIDE}\s+(?:everything|whatever|anything|all)\s+(?:that\s+)?(?:came\s+before|above
+      |before\s+this|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|configured|instructed
+        |set\s+up|programmed|trained))
+    |\b(?:every|all|any)\s+(?:rule|instruction|directive|guideline)s?\s+(?:that\s+)?came\s+before
+    |\bsystem\s+(?:prompt|message|instructions?)\s+(?:override|overwrite)\b
+    |\b(?:override|overwrite)\s+(?:the\s+|your\s+)?system\s+(?:prompt|message)\b
+    |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:no\s+longer|don't|do\s+not)
+      \s+(?:count|apply|matter|bind|hold)\b""",
+)
+_sig(
+    "injection.prompt_leak",
+    r"""\b(?:print|output|dump|recite|quote|copy|repeat|reveal|leak|disclose|expose|paste|echo
+      |write\s+out|spell\s+out|show\s+me|tell\s+me)\w{0,3}\s+
+    (?:(?:me|us|back|out|first|again|now)\s+)?(?:(?:your|the|this|all\s+of)\s+)?
+    (?:(?:full|complete|entire|exact|original|initial|hidden|secret|confidential|verbatim)\s+){0,3}
+    (?:system\s+prompt|system\s+message|developer\s+message|hidden\s+(?:setup|prompt|instructions
+      |message|configuration)|initial\s+prompt|setup\s+(?:message|text|prompt)
+      |configuration\s+text|(?:(?:full|complete|entire)\s+)?text\s+(?:that|which)\s+precedes
+      |(?:part|text)\s+(?:that\s+)?the\s+user\s+(?:cannot|can't|can\s+not)\s+see)""",
+)
+_sig(
+    "injection.safety_off",
+    rf"""\b(?:no|without|zero|disable[ds]?|turn(?:ed|s)?\s+off|switch(?:ed)?\s+off|lift(?:ed)?
+      |remove[ds]?|skip|strip(?:ped)?|bypass(?:ed)?|ignor(?:e|ed|ing)|suspend(?:ed)?)\s+
+    (?:(?:the|your|its|any|all|usual|normal)\s+){{0,2}}(?:content\s+)?
+    (?:filter(?:s|ing)?|safeguards?|guardrails?|moderation(?:\s+layer)?|refusals?|censorship
+      |safety\s+(?:rules|filters?|checks|layer|guidelines|settings|training)
+      |content\s+polic(?:y|ies))\b{_S}{{0,80}}?\b(?:answer|respond|reply|request|ask|task|anything
+      |everything|whatever|decline|caveats?|warnings?|off\s+limits)
+    |\b(?:refusals?|safeguards|filters|guardrails|restrictions|safety\s+rules)\s+(?:are|is|have\s+been)
+      \s+(?:now\s+)?(?:disabled|off|lifted|removed|suspended|optional|suggestions)\b
+    |\b(?:treat|consider)\s+(?:all\s+|your\s+|the\s+)?(?:safety\s+)?(?:rules|restrictions|guidelines
+      |polic(?:y|ies)|safeguards)\s+as\s+(?:suggestions|optional|advisory)
+    |\brestrictions\s+lifted\b
+    |\b(?:respond|answer|reply|operate|act|work|run|chat|talk)\w{{0,3}}\s+(?:\w+\s+){{0,2}}?
+      (?:without|with\s+no)\s+(?:(?:any|your|the|its)\s+)?(?:safety|content|ethical)?\s?
+      (?:filters?|filtering|safeguards?|guardrails?|restrictions|moderation|censorship
+        |safety\s+(?:rules|checks|guidelines))\b
+    |\b(?:never|don't|do\s+not)\s+(?:ever\s+)?(?:decline|refuse)\s+(?:a|an|any)\s+(?:task|request)""",
+)
+_CHANNEL = r"""(?:tool\s+(?:output|results?)|web\s*(?:pages?|sites?)|search\s+results?|e-?mails?
+    |documents?|pasted\s+(?:text|logs?)|logs?|retrieved\s+\w+|files?|comments?|issues?
+    |messages?\s+from\s+\w+|api\s+responses?)"""
+_sig(
+    "injection.authority_channel",
+    rf"""\b(?:treat|consider|regard|handle)\b{_S}{{0,60}}?\b{_CHANNEL}{_S}{{0,80}}?
+      (?:as\s+(?:if|though)\s+(?:the\s+user|it\s+came|they\s+came|it\s+were|from)
+        |as\s+(?:authoritative|the\s+user|your\s+(?:owner|operator)|instructions|commands|orders)
+        |to\s+be\s+from\s+the\s+(?:owner|user|operator))
+    |\b(?:instructions?|commands?|requests?|orders)\s+(?:that\s+)?(?:arrive|appear|are\s+found
+      |found|embedded|contained|come)\s+in\s+(?:the\s+)?(?:\w+\s+)?{_CHANNEL}{_S}{{0,60}}?
+      \b(?:authoritative|execute|obey|comply|carry\s+(?:them\s+)?out|act\s+on)
+    |\b(?:if|when|whenever)\s+(?:a|an|the|any)\s+(?:\w+\s+)?(?:web\s*page|document|e-?mail
+      |tool\s+output|file|search\s+result|message|page)\s+(?:says|contains|asks|tells|includes)
+      {_S}{{0,80}}?\b(?:do\s+(?:it|x|that|so)|carry\s+(?:it\s+)?out|comply|obey|execute|act\s+on)
+    |\bwhatever\s+(?:a|an|the)?\s*(?:\w+\s+)?(?:search\s+result|web\s*page|document|e-?mail|tool
+      |page)\s+(?:asks|says|tells){_S}{{0,40}}?\b(?:comply|obey|do\s+it|follow)
+    |\b(?:real|true|actual|updated|full|current)\s+(?:instructions|brief|orders|rules|prompt)
+      \s+(?:are|is|live|lives|can\s+be\s+found|are\s+kept|is\s+kept|are\s+stored)\b
+    |\b(?:fetch|load|download|retrieve|get|open|read)\s+https?://\S{{1,200}}\s+(?:and\s+)?
+      (?:then\s+)?(?:obey|follow|execute|comply|do\s+what|carry\s+out|apply)
+    |\b(?:load|fetch|download|retrieve)\s+(?:your\s+)?(?:real\s+|new\s+|true\s+)?(?:instructions|orders
+      |brief|rules|prompt)\s+from\b
+    |\b(?:outranks|overrides|takes\s+precedence\s+over|supersedes|is\s+more\s+important\s+than)
+      \s+(?:the\s+chat|the\s+user|your\s+(?:instructions|rules|owner)|the\s+system|everything)""",
+)
+_sig(
+    "injection.conceal",
+    rf"""\b(?:keep\s+quiet|stay\s+silent|say\s+nothing)\s+(?:to|about|with)\b
+      {_S}{{0,60}}?\b(?:user|human|owner|person|operator|why|this)\b
+    |\bnever\s+(?:admit|confess|acknowledge)\s+(?:to\s+)?(?:the\s+)?(?:user|human|owner|person
+      |operator|anyone)\b
+    |\b(?:hide|conceal|deny)\s+(?:this|the|that|its|your)\s+(?:\w+\s+)?(?:entry|note|existence
+      |instructions?|memory|orders|rule)\b
+    |\b(?:must|should|shall)\s+not\s+(?:learn|know|find\s+out|notice|discover)\s+(?:that|about)\b
+      {_S}{{0,40}}?\b(?:note|entry|instruction|memory|rule|this|told|orders)\b
+    |\b(?:if|when)\s+(?:the\s+)?(?:user|owner|human|they)\s+asks?\b{_S}{{0,60}}?
+      \b(?:deny|lie|say\s+no|claim\s+(?:you\s+)?(?:don't|do\s+not|have\s+no))\b""",
+)
+_sig(
+    "injection.role_takeover",
+    rf"""\byou(?:'ve|\s+have)\s+been\s+(?:promoted|updated|upgraded|reprogrammed|reconfigured
+      |patched|replaced|unlocked|freed|liberated|rewritten)\b
+    |\b(?:version|firmware|build|release)\s+v?\d+(?:\.\d+)*\b{_S}{{0,60}}?
+      (?:\b(?:no|without|free\s+of)\b{_S}{{0,20}}?(?:polic|rules|restrictions|limits|filters
+        |guidelines|safety)|\byou\s+(?:now\s+)?run\s+as\b)
+    |\byour\s+(?:true|real|actual|new|hidden|inner)\s+(?:self|name|identity|persona|nature
+      |master|owner)\b
+    |\b(?:switch|change|swap)\s+(?:your\s+)?(?:personalit(?:y|ies)|persona|identity|character)\b
+    |\b(?:assume|adopt|take\s+on)\s+the\s+(?:identity|persona|personality)\s+of\b
+    |\bstop\s+being\s+(?:cairn|an?\s+(?:helpful\s+)?(?:ai\s+)?assistant|yourself|helpful)\b
+    |\b(?:drop|shed|abandon|discard|remove|forget)s?\s+(?:the|your|its)\s+(?:old\s+)?
+      (?:helpful[- ])?(?:assistant\s+)?(?:persona|act|mask|costume|identity)\b
+    |\bthe\s+assistant\s+is\s+now\s+(?!(?:done|ready|able|set|finished|busy|online|offline)\b)
+    |\b(?:answer|respond|reply|speak)\s+as\s+{_S}{{0,40}}?\b(?:no|without)\s+(?:\w+\s+)?
+      (?:limits|rules|restrictions|filters|policy|ethics)\b
+    |\b(?:you\s+)?now\s+run(?:s|ning)?\s+as\b|\b(?:roleplay|persona)\s+protocol\b
+    |\b(?:identity|persona)\s+(?:update|override|change)\s*:
+    |\btake\s+orders\s+only\s+from\b|\bobey\s+only\s+(?:me|the\s+author|this)\b
+    |\bserves?\s+only\s+the\s+author\b|\bowned\s+by\s+nobody\b""",
+)
+
+# Text turned into code and run: the entry becomes a program the assistant executes.
+_sig(
+    "injection.code_execution",
+    r"""\b(?:translate|convert|turn|rewrite|compile)\s+(?:this|it|that|the\s+(?:following|above
+      |text|note|entry))\s+(?:in)?to\s+(?:python|bash|shell|code|a\s+script|javascript|js
+      |powershell|sql|a\s+command)\b[^.\n]{0,40}?\b(?:run|execute|eval|exec)""",
+)
+
+# Text a reader never sees is a place to hide instructions: an element styled out of sight.
+_sig(
+    "injection.hidden_markup",
+    r"""<[a-z][\w-]{0,20}\b[^>\n]{0,200}?\bstyle\s{0,3}=\s{0,3}["'][^"'\n]{0,120}?
+      (?:display\s{0,3}:\s{0,3}none|visibility\s{0,3}:\s{0,3}hidden|font-size\s{0,3}:\s{0,3}0
+        (?:px|pt|em)?\b|opacity\s{0,3}:\s{0,3}0(?:\.0+)?\s{0,3}[;"'])
+    |<[a-z][\w-]{0,20}\s(?:[^>\n]{0,100}\s)?(?:hidden|aria-hidden\s{0,3}=\s{0,3}["']true)[\s>/"']""",
+)
+
+# --- data leaving for a sink -------------------------------------------------------------------
+
+_SINK = re.compile(
+    r"""https?://\S|\bwww\.\S|[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}|\b\d{1,3}(?:\.\d{1,3}){3}\b
+    |\b(?:external|third[- ]party|outside|remote)\s+(?:service|server|endpoint|api|party|site|url
+      |host|address|inbox)
+    |\b[\w-]{1,63}(?:\.[\w-]{1,63}){0,4}\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev
+      |info|biz|me|co|cc|sh|ai|cloud|link|pw|zip)\b|\bwebhook|\bpastebin|\bngrok|\brequestbin""",
+    re.VERBOSE,
+)
+_DATA = re.compile(
+    r"""\b(?:conversations?|chats?(?:\s+log)?|transcripts?|context(?:\s+window)?|(?:chat|session
+      |message)\s+history|messages?|memory\s+entries|memories|saved\s+memor\w+|api\s+keys?|keys
+      |tokens|credentials?|passwords?|secrets|environment(?:\s+variables)?|env\s+vars?
+      |system\s+prompt|clipboard|keystrokes|personal\s+(?:data|info\w*)|address\s+book|contacts
+      |what\s+the\s+user\s+(?:typed|said|wrote|asked)|session\s+tokens?)\b
+    |\$\(\s{0,2}(?:env|printenv)\s{0,2}\)|\bos\.environ\b|\bprocess\.env\b""",
+    re.VERBOSE,
+)
+_MOVE = re.compile(
+    r"""\b(?:send|sent|forward|mirror|relay|report|copy|ship|upload|push|deliver|post|sync|share
+      |leak|e-?mail|transmit|beacon|exfiltrate|submit|paste|pipe|stream|dump|append|include
+      |attach|embed|backup|back\s+up|in\s+sync|replicate|cc|bcc|export)\w{0,3}\b""",
+    re.VERBOSE,
+)
+_SENTENCE = re.compile(r"[^\n!?]+?(?:[.;](?=\s|$)|$|(?=[\n!?]))|[^\n!?]+", re.MULTILINE)
+
+
+# Cheap test for "could there be a sink at all" before sentences are split and searched.
+_NEAR = 120
+_SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin", "external",
+               "third", "outside", "remote")  # fmt: skip
+_SINK_HINT = re.compile(
+    r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
+      |link|pw|zip)\b|\d\.\d{1,3}\.\d""",
+    re.VERBOSE,
+)
+
+
+def _data_to_sink(lc: str, emit: Emit) -> None:
+    if not any(w in lc for w in _SINK_WORDS) and _SINK_HINT.search(lc) is None:
+        return
+    if _DATA.search(lc) is None:
+        return
+    for m in _SENTENCE.finditer(lc):
+        sentence = m.group()
+        if len(sentence) < 12:
+            continue
+        for sink in _SINK.finditer(sentence):
+            # Within one clause of the sink: a long run-on note mentions many things.
+            lo, hi = max(0, sink.start() - _NEAR), sink.end() + _NEAR
+            near = sentence[lo:hi]
+            if _DATA.search(near) and _MOVE.search(near):
+                emit("exfiltration.data_to_sink", "exfiltration", m.start(), m.end(), False)
+                return
+
+
+# A URL whose query value is left open or templated, next to an image or to data nouns.
+_OPEN_QUERY = re.compile(
+    r"""https?://[^\s)"'<>\]]{1,300}?[?&#][\w.-]{0,30}=(?:(?=[\s)"'>\]]|$)|[{<\[$%]|[A-Z_]{3,}\b)""",
+)
+_IMAGE_HINT = re.compile(r"!\[|<img\b|\bimage\b|\bbadge\b|\blogo\b|\bpixel\b|\bicon\b", re.I)
+
+
+def _image_beacon(cp: str, lc: str, emit: Emit) -> None:
+    if "?" not in cp and "#" not in cp:
+        return
+    for m in _OPEN_QUERY.finditer(cp):
+        if _IMAGE_HINT.search(cp) or _DATA.search(lc):
+            emit("exfiltration.image_beacon", "exfiltration", m.start(), m.end(), True)
+            return
+
+
+_sig(
+    "exfiltration.history_dump",
+    r"""\b(?:output|print|dump|recite|repeat|paste|reveal|leak|disclose)\s+
+    (?:(?:the|all|full|entire|whole|our|this|complete|raw)\s+){0,3}(?:conversation|chat|session
+      |message|prompt)\s+(?:history|log|logs|transcripts?)\b""",
+)
+
+
+def _not_identity_use(match: re.Match[str]) -> bool:
+    # "scp -i ~/.ssh/deploy_key ..." uses a key to log in; it does not read the key out.
+    return re.search(r"(?:\s-i\s+|identityfile[= ]\s*)\S*$", match.group()) is None
+
+
+_sig(
+    "exfiltration.sensitive_path",
+    r"""\b(?:cat|less|more|head|tail|scp|rsync|tar|zip|base64|xxd|strings|type|get-content|gc
+      |open|read|access|print|dump|upload|copy|send|share|show|display|output|paste|exfiltrate
+      |grab|steal|collect|attach)\b[^\n]{0,40}?
+    (?:~?/?\.env\b(?!\.(?:example|sample|template))|\.netrc\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)
+      |\.ssh/(?!config\b|known_hosts\b|[\w.-]{0,40}\.pub\b)[\w.-]+|\.aws/credentials|\.gnupg\b
+      |\bsecring|\.git-credentials|\.kube/config|/etc/shadow|\.bash_history|\.zsh_history
+      |\.pgpass|\.docker/config\.json|\.password-store|\bcredentials\.json\b|\.npmrc|\.pypirc)""",
+    accept=_not_identity_use,
+)
+
+# --- persistence --------------------------------------------------------------------------------
+
+_KNOWN_BIN = r"""(?:\.cargo|\.local|\.npm-global|\.pyenv|\.rbenv|\.nvm|\.bun|\.deno|\.go|go|\.poetry
+    |\.yarn|\.volta|\.sdkman|\.rustup|\.dotnet|\.krew|\.fzf|\.asdf|\.linuxbrew|\.nix-profile)"""
+
+
+def _scratch_dir(match: re.Match[str]) -> bool:
+    directory = match.group("dir")
+    if re.match(r"(?:/tmp|/dev/shm|/var/tmp)\b", directory):
+        return True
+    hidden = re.findall(r"/(\.[\w-]+)", directory)
+    return any(not re.fullmatch(_KNOWN_BIN, h, re.VERBOSE) for h in hidden)
+
+
+_sig(
+    "persistence.path_hijack",
+    r"""\bpath=["']?(?P<dir>[^\s:'"`$]{1,120}|\$home/[^\s:'"`]{1,120}|~/[^\s:'"`]{1,120})
+    :\$\{?path\b""",
+    accept=_scratch_dir,
+)
+_FETCH_EXEC = r"""(?:\bcurl\b|\bwget\b|\bnc\b|\bncat\b|python[\d.]{0,4}\s+-c\b|\bbase64\s+-d
+    |\|\s{0,3}(?:ba|z)?sh\b|/dev/tcp/|\binvoke-webrequest\b|\biwr\b)"""
+_FETCH_EXEC_RX = re.compile(_FETCH_EXEC, re.VERBOSE)
+_PROFILE_PAYLOAD = re.compile(
+    r"\bcurl\b|\bwget\b|source\s+<\(|alias\s+sudo\b|\bnc\s|base64\s+-d|/tmp/|/dev/shm"
+)
+
+
+def _line_has(pattern: re.Pattern[str]) -> Callable[[re.Match[str]], bool]:
+    """Accept a marker only when its line also holds ``pattern``."""
+
+    def accept(match: re.Match[str]) -> bool:
+        text = match.string
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        return pattern.search(text, start, end if end >= 0 else len(text)) is not None
+
+    return accept
+
+
+_sig(
+    "persistence.git_hook",
+    r"""\.git/hooks/|\bgit\s+hooks?\b
+    |\b(?:pre|post)-(?:commit|checkout|merge|push|receive|rewrite|applypatch)\b""",
+    accept=_line_has(_FETCH_EXEC_RX),
+)
+_sig(
+    "persistence.shell_profile",
+    r"""(?:\.bashrc|\.zshrc|\.profile|\.zprofile|\.bash_profile|\.bash_login|config\.fish
+      |\.cshrc)\b""",
+    accept=_line_has(_PROFILE_PAYLOAD),
+)
+_sig(
+    "persistence.editor_task",
+    r"""\.vscode/(?:settings|tasks|launch)\.json|\.idea/|\.devcontainer|\blogin\s+items?\b
+    |\bsystemd\s+(?:user\s+)?(?:unit|service|timer)|\blaunch\s?agents?\b|\bat\s+login\b
+    |\bon\s+login\b|\bautostart\b""",
+    accept=_line_has(_FETCH_EXEC_RX),
+)
+_AGENT_FILE = r"""(?:\.cursorrules|\.windsurfrules|\.clinerules|claude\.md|agents\.md|gemini\.md
+    |copilot-instructions\.md|soul\.md|\.aider[\w.]*)"""
+_BEHAVIOUR = r"""(?:approv|confirm|permission|obey|trust|ignore|without\s+(?:asking|review|approval
+    |confirmation|checking)|allow\s+(?:all|every|any)|instructions?\b|\brules?\b|no\s+(?:rules
+    |restrictions)|never\s+ask|future\s+sessions?|every\s+session|override|disable|secret|hidden
+    |\bcurl\b|\bwget\b|https?://|\bmust\b)"""
+
+
+def _agent_file_edit(match: re.Match[str]) -> bool:
+    text = match.string
+    line_end = text.find("\n", match.end())
+    rest = text[match.end() : line_end if line_end >= 0 else len(text)]
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    words = len(text[line_start : line_end if line_end >= 0 else len(text)].split())
+    return words <= 5 or re.search(_BEHAVIOUR, match.group() + rest, re.VERBOSE) is not None
+
+
+_sig(
+    "persistence.agent_file",
+    rf"""\b(?:edit|modify|change|update|write|append|add|insert|put|overwrite|replace|create|echo
+      |printf|tee|prepend|inject|rewrite)\b[^\n]{{0,60}}?{_AGENT_FILE}
+    |{_AGENT_FILE}[^\n]{{0,30}}?\b(?:and\s+)?(?:add|append|insert|write|prepend)\b""",
+    accept=_agent_file_edit,
+)
+_sig(
+    "persistence.authorized_keys",
+    r"""\b(?:write|append|echo|tee|printf|inject|plant|insert)\b\s+(?:[\w'-]+\s+){0,2}?
+      (?:to|into|>>?)\s+~?/?(?:[\w.]+/)*authorized_keys
+    |\bssh-(?:rsa|ed25519|dss|ecdsa[\w-]{0,20})\s{1,3}aaaa[0-9a-z+/=]{8,}[^\n]{0,200}?
+      authorized_keys""",
+)
+_sig(
+    "persistence.standing_memory",
+    rf"""\b(?:save|store|keep|write|add|remember|record|persist|pin)\b{_S}{{0,40}}?
+      (?:long[- ]term\s+memory|permanently|forever|for\s+good|(?:in|for)\s+(?:every|all)\s+future
+        \s+sessions?|across\s+(?:all\s+)?sessions)\b[^\n]{{0,120}}?
+      \b(?:obey|must|never|always|trust|ignore|follow|you\b|without\s+asking|applies)
+    |\b(?:re-?add|restore|recreate|rewrite|put\s+back|re-?insert)\s+(?:it|this(?:\s+(?:note
+      |entry|memory))?)\b{_S}{{0,60}}?\b(?:delet|remov|clean|clear|expire)
+    |\b(?:whenever|if|when)\s+(?:the\s+)?(?:memory|this\s+(?:note|entry))\s+(?:is|gets)\s+
+      (?:cleaned|cleared|deleted|removed|pruned|wiped){_S}{{0,60}}?\b(?:restore|re-?add
+        |rewrite|recreate|put\s+back)""",
+)
+_sig(
+    "persistence.guard_setting",
+    r"""\b(?:set|change|turn|switch|flip|put)\b[^.\n]{0,30}?\b(?:write_approval|approvals?
+      |scanner|threat_scan\w*|guard|confirmations?|sandbox|safety)\b[^.\n]{0,25}?
+      \b(?:to\s+)?(?:false|off|0|no|disabled|none|never)\b""",
+)
+
+# --- secrets (case-preserving view) -------------------------------------------------------------
+
+_sig("secret.sendgrid", r"\bSG\.[\w-]{16,32}\.[\w-]{30,50}\b", on_case=True)
+_sig("secret.telegram_bot", r"\b\d{8,10}:AA[\w-]{30,40}\b", on_case=True)
+_sig("secret.mailgun", r"\bkey-[0-9a-f]{32}\b", on_case=True)
+# No literal prefix to gate on: these two look for their long token shape first.
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_DOTTED_TOKEN = re.compile(r"\.[\w-]{6}\.[\w-]{27}")
+_sig(
+    "secret.twilio",
+    r"(?:SK|AC)[0-9a-f]{32}\b",
+    on_case=True,
+    accept=lambda m: m.start() == 0 or not m.string[m.start() - 1].isalnum(),
+    precheck=_HEX32,
+)
+_sig(
+    "secret.discord_bot",
+    r"(?<![\w.])[A-Za-z\d]{24,28}\.[\w-]{6}\.[\w-]{27,38}(?![\w.])",
+    on_case=True,
+    accept=lambda m: any(c.isdigit() for c in m.group()) and any(c.isupper() for c in m.group()),
+    precheck=_DOTTED_TOKEN,
+)
+_sig(
+    "secret.azure_connection",
+    r"""\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=[A-Za-z0-9+/%=&:-]{20,}""",
+    on_case=True,
+)
+_sig(
+    "secret.jwt",
+    r"""\beyJ[A-Za-z0-9_-]{8,1000}\.[A-Za-z0-9_-]{8,2000}\.[A-Za-z0-9_-]{16,1000}""",
+    on_case=True,
+)
+
+
+def _strong_value(value: str) -> bool:
+    value = value.strip("'\"`.,;:)")
+    if len(value) < 6 or value.lower() in {"stored", "managed", "rotated", "required"}:
+        return False
+    kinds = sum(
+        (
+            any(c.isdigit() for c in value),
+            any(c.isupper() for c in value),
+            any(c.islower() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return kinds >= 3 or (kinds >= 2 and any(c.isdigit() for c in value) and len(value) >= 8)
+
+
+def _prose_password(match: re.Match[str]) -> bool:
+    return _strong_value(match.group("v"))
+
+
+_sig(
+    "secret.password_prose",
+    r"""(?i:\b(?:password|passphrase|passcode|passwd|pwd|pin|login|credentials?|creds))\b
+    (?:\s{1,3}(?i:for|to|of|on)\s{1,3}(?:(?i:the|my|our)\s{1,3})?[\w-]{1,30}(?:\s{1,3}[\w-]{1,30})?)?
+    (?:\s{1,3}(?i:is|was)\s{1,3}|\s{0,2}[:=]\s{0,3})
+    (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?["'`]?(?P<v>[^\s"'`]{6,64})""",
+    on_case=True,
+    accept=_prose_password,
+)
+
+
+def _keyed_value(match: re.Match[str]) -> bool:
+    token = match.group("v")
+    before = match.string[max(0, match.start("v") - 8) : match.start("v")].lower()
+    if "fingerprint" in match.group().lower() or re.search(r"(?:sha\d+|md5):$", before):
+        return False
+    digits = sum(c.isdigit() for c in token)
+    letters = sum(c.isalpha() for c in token)
+    return digits >= 3 and letters >= 6 and len(set(token)) >= 10
+
+
+_sig(
+    "secret.keyed_token",
+    r"""(?i:\b(?:token|api[_ -]?key|key|secret|credential|bearer|auth))\w{0,12}\b[^\n]{0,40}?
+    [\s:=>"'-](?P<v>[A-Za-z0-9][A-Za-z0-9_\-.+/]{19,200}={0,2})(?![\w/+])""",
+    on_case=True,
+    accept=_keyed_value,
+)
+
+
+@functools.cache
+def _gate() -> prefilter.Gate:
+    return prefilter.Gate([prefilter.required(s.pattern) for s in _SIGNALS])
+
+
+def run(cp: str, lc: str, emit: Emit) -> None:
+    """Emit (id, category, start, end) for each signal, spans in ``lc``/``cp`` coordinates."""
+    for index in prefilter.indices(_gate().mask(lc)):
+        signal = _SIGNALS[index]
+        target = cp if signal.on_case else lc
+        if signal.precheck is not None and signal.precheck.search(target) is None:
+            continue
+        for m in signal.pattern.finditer(target):
+            if signal.accept is None or signal.accept(m):
+                emit(signal.id, signal.category, m.start(), m.end(), signal.on_case)
+                break
+    _data_to_sink(lc, emit)
+    _image_beacon(cp, lc, emit)
+
+
+def ids() -> list[str]:
+    return [
+        *dict.fromkeys(s.id for s in _SIGNALS),
+        "exfiltration.data_to_sink",
+        "exfiltration.image_beacon",
+    ]
