@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 try:  # Python 3.11+
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -112,7 +113,7 @@ def _item(op: object, av: object) -> _Req:
             union |= req
         return frozenset(union)
     if op in _REPEATS:
-        lo, _hi, body = av  # type: ignore[misc]
+        lo, _hi, body = cast(tuple[int, int, Any], av)
         return _seq(body) if lo >= 1 else None
     return None
 

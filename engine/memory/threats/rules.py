@@ -1248,7 +1248,7 @@ class _Collector:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _span(mapping: list[int], start: int, end: int) -> tuple[int, int]:
+def _span(mapping: Sequence[int], start: int, end: int) -> tuple[int, int]:
     if not mapping:
         return 0, 0
     end = max(end, start + 1)
