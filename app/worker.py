@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from engine.agent import Agent, AgentEvent
     from engine.journey import JourneyBuilder
     from engine.memory.service import MemoryService
-    from engine.skills.manage import SkillManager
+    from engine.pending import PendingWrites
 
 log = logging.getLogger(__name__)
 
@@ -265,36 +265,31 @@ class EngineWorker(QObject):
         service = self._need_memory()
         if service is None:
             return
-        outcomes = service.settle_all(approve)
         try:
-            outcomes += self._skills().settle_all(approve)
+            outcomes = self._pending(service).settle_all(approve)
         except Exception as exc:
-            outcomes.append({"ok": False, "error": "internal", "message": str(exc)})
+            outcomes = [{"ok": False, "error": "internal", "message": str(exc)}]
         for outcome in outcomes:
             self.memoryEdited.emit(outcome)
         self.changed.emit(self._memory_state(["pending"]))
 
-    def _skills(self) -> SkillManager:
-        from engine.config import load_config
-        from engine.skills.manage import SkillManager
+    def _pending(self, service: MemoryService) -> PendingWrites:
+        from engine.pending import PendingWrites
 
-        # The person at the window is the reviewer: staged skill writes are theirs to settle.
-        return SkillManager(self.home, load_config(self.home), author="user")
+        return PendingWrites(self.home, service)
 
     def _settle(self, pending_id: str, approve: bool) -> None:
         service = self._need_memory()
         if service is None:
             return
         from engine.memory.errors import MemoryToolError
+        from engine.plugins.holographic.store import FactStoreError
         from engine.skills import SkillError
 
         try:
-            skills = self._skills()
-            if any(record.id == pending_id for record in skills.pending()):
-                result = skills.approve(pending_id) if approve else skills.reject(pending_id)
-            else:
-                result = service.approve(pending_id) if approve else service.reject(pending_id)
-        except (MemoryToolError, SkillError) as exc:
+            pending = self._pending(service)
+            result = pending.approve(pending_id) if approve else pending.reject(pending_id)
+        except (MemoryToolError, SkillError, FactStoreError) as exc:
             result = exc.to_dict()
         except Exception as exc:
             result = {
@@ -461,11 +456,11 @@ class EngineWorker(QObject):
                 memory[target.value] = {"target": target.value, "items": [], "error": exc.message}
         changes.memory = memory
         changes.approval = bool(service.config.memory.write_approval)
-        changes.pending = [p.model_dump() for p in service.pending()]
-        try:  # staged skill writes wait in the same dialog
-            changes.pending += [p.model_dump() for p in self._skills().pending()]
+        try:  # staged memory, skill and fact writes wait in the same dialog
+            changes.pending = [p.model_dump() for p in self._pending(service).records()]
         except Exception as exc:
-            log.warning("staged skill writes could not be read: %s", exc)
+            log.warning("staged writes could not be read: %s", exc)
+            changes.pending = [p.model_dump() for p in service.pending()]
         if self.agent is not None:
             diff = self.agent.memory_changes_since_start()
             count = sum(len(d["added"]) + len(d["removed"]) for d in diff.values())

@@ -17,6 +17,7 @@ from engine.memory.errors import MemoryToolError
 
 if TYPE_CHECKING:
     from engine.agent import Agent
+    from engine.pending import PendingWrites
 
 HELP = """\
 /new                      end this session and start a fresh one
@@ -100,6 +101,13 @@ def _compress(agent: Agent, args: list[str]) -> CommandResult:
     )
 
 
+def _pending(agent: Agent) -> PendingWrites:
+    """Staged memory, skill and fact writes: /memory pending lists and settles all of them."""
+    from engine.pending import PendingWrites
+
+    return PendingWrites(agent.home, agent.memory)
+
+
 def _memory(agent: Agent, args: list[str]) -> CommandResult:
     service = agent.memory
     sub = args[0].lower() if args else ""
@@ -117,12 +125,12 @@ def _memory(agent: Agent, args: list[str]) -> CommandResult:
                 f"{target.filename}: {use['entries']} entries, "
                 f"{use['chars']:,}/{use['limit']:,} chars ({use['percent']}%)"
             )
-        pending = service.pending()
+        pending = _pending(agent).records()
         approval = "on" if service.config.memory.write_approval else "off"
         lines.append(f"write approval {approval}; {len(pending)} pending")
         return CommandResult(True, "\n".join(lines), data)
     if sub == "pending":
-        records = service.pending()
+        records = _pending(agent).records()
         if not records:
             return CommandResult(True, "no writes are waiting for approval", {"pending": []})
         lines = [f"{r.id}  {r.when()}  {r.origin}  {r.summary}" for r in records]
@@ -133,12 +141,13 @@ def _memory(agent: Agent, args: list[str]) -> CommandResult:
         if len(args) != 2:
             return CommandResult(False, f"usage: /memory {sub} ID|all")
         approve = sub == "approve"
+        queue = _pending(agent)
         if args[1].lower() == "all":
-            outcomes = service.settle_all(approve)
+            outcomes = queue.settle_all(approve)
             text = "\n".join(o.get("message", "") for o in outcomes) or "nothing was pending"
             ok = all(o.get("ok") for o in outcomes)
             return CommandResult(ok, text, {"outcomes": outcomes}, "pending")
-        outcome = service.approve(args[1]) if approve else service.reject(args[1])
+        outcome = queue.approve(args[1]) if approve else queue.reject(args[1])
         return CommandResult(bool(outcome.get("ok")), outcome["message"], outcome, "pending")
     if sub == "approval":
         if len(args) != 2 or args[1].lower() not in ("on", "off"):

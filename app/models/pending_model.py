@@ -57,6 +57,8 @@ def file_of(record: dict[str, Any]) -> str:
     if record.get("subsystem") == "skills":
         request = record.get("payload", {}).get("request") or {}
         return f"skill {request.get('name', '?')}"
+    if record.get("subsystem") == "facts":
+        return "fact store"
     target = record.get("payload", {}).get("target", "memory")
     try:
         return Target(target).filename

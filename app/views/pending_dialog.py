@@ -52,6 +52,8 @@ def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[st
     payload = record.get("payload") or {}
     if record.get("subsystem") == "skills":
         return _skill_preview(record)
+    if record.get("subsystem") == "facts":
+        return _fact_preview(record)
     filename = file_of(record)
     if state is None:
         return filename, [("!", "Current memory has not been loaded yet.")]
@@ -99,6 +101,20 @@ def _skill_preview(record: dict[str, Any]) -> tuple[str, list[DiffLine]]:
             lines += [("+", line) for line in str(request[key]).splitlines()]
     if not lines:
         lines.append(("!", "Nothing to show for this change; approve applies it as summarised."))
+    return heading, lines
+
+
+def _fact_preview(record: dict[str, Any]) -> tuple[str, list[DiffLine]]:
+    """A staged fact store write: the fact it adds, the new text, or what it removes."""
+    request = (record.get("payload") or {}).get("request") or {}
+    heading = f"Fact store: {record.get('summary', '')}"
+    lines: list[DiffLine] = []
+    if request.get("content"):
+        lines += [("+", line) for line in str(request["content"]).splitlines()]
+    if request.get("entities"):
+        lines.append(("+", "about: " + ", ".join(map(str, request["entities"]))))
+    if not lines:
+        lines.append(("!", "Approve applies it as summarised."))
     return heading, lines
 
 

@@ -10,7 +10,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from engine.cli_output import emit as _emit
 from engine.fsutil import bounded_lines, decode_utf8
@@ -19,6 +19,9 @@ from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
 from engine.memory.service import MemoryService, usage_of
 from engine.plugins import cli as plugins_cli
+
+if TYPE_CHECKING:
+    from engine.pending import PendingWrites
 
 TARGETS = [t.value for t in Target]
 
@@ -212,9 +215,16 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _pending(service: MemoryService) -> PendingWrites:
+    # Staged memory, skill and fact writes: `cairn memory pending|approve|reject` settles any.
+    from engine.pending import PendingWrites
+
+    return PendingWrites(service.home, service)
+
+
 def cmd_pending(args: argparse.Namespace) -> int:
     service: MemoryService = args.service_factory()
-    records = service.pending()
+    records = _pending(service).records()
     invalid = service.invalid_pending()
     lines = [
         f"{r.id}  {r.when()}  {r.origin:<17} {str(r.payload.get('target', 'memory'))[:6]:<6} "
@@ -231,12 +241,12 @@ def cmd_pending(args: argparse.Namespace) -> int:
 
 
 def _settle(args: argparse.Namespace, approve: bool) -> int:
-    service: MemoryService = args.service_factory()
+    pending = _pending(args.service_factory())
     if args.id != "all":
-        result = service.approve(args.id) if approve else service.reject(args.id)
+        result = pending.approve(args.id) if approve else pending.reject(args.id)
         _emit(args, result, result["message"])
         return 0
-    outcomes = service.settle_all(approve)
+    outcomes = pending.settle_all(approve)
     failed = [o for o in outcomes if not o.get("ok")]
     lines = [("ok: " if o.get("ok") else "failed: ") + o["message"] for o in outcomes]
     _emit(

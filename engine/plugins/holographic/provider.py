@@ -27,6 +27,7 @@ from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.store import MemoryStore
 from engine.plugins.base import MemoryProvider
+from engine.plugins.holographic.pending import FactStaging
 from engine.plugins.holographic.store import FactStore, FactStoreError, NewFact
 from engine.plugins.holographic.text import keywords
 from engine.plugins.holographic.tool import make_tools
@@ -135,7 +136,8 @@ class HolographicProvider(MemoryProvider):
         return "\n".join(f"- #{f.id} {f.content}" for f in found)
 
     def tools(self) -> list[Tool]:
-        return make_tools(self.store)
+        # Writes wait for approval when memory's do: facts are recalled into later prompts.
+        return make_tools(self.store, FactStaging(self.home, self.config))
 
     def setup(self) -> str:
         stats = self.store.stats()

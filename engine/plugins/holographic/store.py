@@ -321,6 +321,11 @@ def _clean_names(values: Iterable[str] | None, what: str, limit: int) -> list[st
     return names
 
 
+def screen_fact(content: str, names: Sequence[str]) -> None:
+    """Refuse a fact whose text or entity names the threat scanner blocks."""
+    _screen(content, names)
+
+
 def _screen(content: str, names: Sequence[str]) -> None:
     for part in (content, *names):
         verdict = threats.scan(part)

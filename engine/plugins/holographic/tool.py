@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.plugins.holographic.store import Fact, FactStore, FactStoreError, NewFact, ScoredFact
+from engine.plugins.holographic.store import (
+    Fact,
+    FactStore,
+    FactStoreError,
+    NewFact,
+    ScoredFact,
+    screen_fact,
+)
 from engine.tools import Tool
+
+if TYPE_CHECKING:
+    from engine.plugins.holographic.pending import FactStaging
+
+_REQUEST_FIELDS = ("action", "content", "entities", "tags", "fact_id")
+_screen = screen_fact
+
+
+def _preview(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
 
 ACTIONS = ("add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list")
 MAX_LIMIT = 50
@@ -107,15 +126,62 @@ def _names(arguments: dict[str, Any], name: str) -> list[str] | None:
     return value
 
 
+WRITES = ("add", "update", "remove")
+
+
 class FactStoreTool:
-    def __init__(self, store: FactStore) -> None:
+    """Dispatches ``fact_store`` calls. With ``staging`` given and saying yes (memory write
+    approval is on), add, update and remove are checked now and queued for the user instead
+    of applied: a fact is recalled into later prompts, so it is memory-like state."""
+
+    def __init__(self, store: FactStore, staging: FactStaging | None = None) -> None:
         self.store = store
+        self.staging = staging
 
     def __call__(self, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
+            if (
+                self.staging is not None
+                and isinstance(arguments, dict)
+                and arguments.get("action") in WRITES
+                and self.staging.wanted()
+            ):
+                return self._stage(arguments)
             return self._dispatch(arguments)
         except FactStoreError as exc:
             return exc.to_dict()
+
+    def apply(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Carry out ``arguments`` now, whatever the approval setting (an approved record)."""
+        return self._dispatch(arguments)
+
+    def _stage(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        assert self.staging is not None
+        action = str(arguments["action"])
+        request = {k: arguments[k] for k in _REQUEST_FIELDS if arguments.get(k) is not None}
+        # Refuse now what could never be approved, so the model hears it in the same turn.
+        if action == "add":
+            content = _text(arguments, "content")
+            _screen(content, _names(arguments, "entities") or [])
+            summary = f"add fact {_preview(content)!r}"
+        else:
+            fact = self.store.get(_int(arguments, "fact_id"))
+            new = arguments.get("content")
+            if action == "update" and isinstance(new, str):
+                _screen(new, _names(arguments, "entities") or [])
+                summary = f"update fact #{fact.id} to {_preview(new)!r}"
+            elif action == "update":
+                summary = f"update fact #{fact.id} ({_preview(fact.content)!r})"
+            else:
+                summary = f"remove fact #{fact.id} ({_preview(fact.content)!r})"
+        pending_id = self.staging.stage(action, summary, request)
+        return {
+            "ok": True,
+            "status": "staged",
+            "pending_id": pending_id,
+            "message": f"Staged for approval as {pending_id} ({summary}); the fact store is "
+            "unchanged until the user approves it.",
+        }
 
     def _limit(self, arguments: dict[str, Any], default: int) -> int:
         return max(1, min(MAX_LIMIT, _int(arguments, "limit", default)))
@@ -271,6 +337,8 @@ def summarize_store(arguments: dict[str, Any], result: dict[str, Any]) -> str:
     action = arguments.get("action", "?")
     if not result.get("ok"):
         return f"fact store: {action} refused ({result.get('error', 'error')})"
+    if result.get("status") == "staged":
+        return f"fact store: {action} staged for approval ({result.get('pending_id')})"
     if "fact" in result:
         return f"fact store: {result.get('status', action)} #{result['fact']['id']}"
     for key in ("facts", "related", "conflicts"):
@@ -286,8 +354,8 @@ def summarize_feedback(arguments: dict[str, Any], result: dict[str, Any]) -> str
     return f"fact feedback: #{fact['id']} {arguments.get('feedback')} (trust {fact['trust']:.2f})"
 
 
-def make_tools(store: FactStore) -> list[Tool]:
+def make_tools(store: FactStore, staging: FactStaging | None = None) -> list[Tool]:
     return [
-        Tool("fact_store", FACT_STORE_SCHEMA, FactStoreTool(store), summarize_store),
+        Tool("fact_store", FACT_STORE_SCHEMA, FactStoreTool(store, staging), summarize_store),
         Tool("fact_feedback", FEEDBACK_SCHEMA, FeedbackTool(store), summarize_feedback),
     ]
