@@ -8,10 +8,11 @@ The result is a pure function of the arguments and the files read: the same inpu
 bytes, which is what lets the agent freeze it and the provider cache it.
 
 Everything read from disk is untrusted to some degree and passes the threat scanner of
-``engine.memory.threats``: the persona paragraph by paragraph (the user owns SOUL.md, so a
-flagged paragraph is withheld and the rest still loads), the project context file as a whole (a
-flagged file is replaced by a notice naming it). No problem with a file fails the build: it
-becomes an entry in ``SystemPrompt.warnings``.
+``engine.memory.threats`` block by block (a paragraph, or one item of a list; see
+``engine.memory.screen``): the persona, the project context file, the skills index (scanned
+where it is built) and the external provider's block. A flagged block is replaced by a notice
+naming the categories and the rest still loads; the file itself is never changed. No problem
+with a file fails the build: it becomes an entry in ``SystemPrompt.warnings``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.config import Config
 from engine.home import Home
-from engine.memory import threats
+from engine.memory import screen, threats
 from engine.memory.service import MemoryService
 
 __all__ = [
@@ -74,9 +75,6 @@ CONTEXT_FILE_MAX_BYTES = 32 * 1024 * 1024
 
 # A persona is a page or two; more is a mistake (or an attack) that would crowd out the task.
 SOUL_MAX_CHARS = 20_000
-# A file can be flagged in more places than one scan reports (the scanner caps its findings),
-# so withholding repeats until a scan comes back clean, this many times at most.
-_MAX_WITHHOLD_ROUNDS = 8
 
 _FALLBACK_PERSONA = (
     "You are Cairn, a helpful assistant. Be concise, warm and honest: say when you do not know."
@@ -222,7 +220,18 @@ def build_system_prompt(
         cut = skills_index[:COMPACT_SKILLS_MAX_CHARS].rsplit("\n", 1)[0]
         skills_index = cut + "\n[… more skills: skill_view lists them all]"
     if skills_index.strip():
-        stable_sections.append(_section("skills_index", skills_index))
+        # ``skills_index()`` withholds flagged descriptions already; scanning what is passed in
+        # again keeps the rule that nothing reaches the prompt unscanned, whoever built it.
+        # Each line is a list item, so a flagged line is withheld alone.
+        index = _withhold(
+            _tidy(skills_index),
+            lambda cats: f"- [A skill was withheld: the threat scanner flagged it ({cats}).]",
+        )
+        if index.withheld:
+            warnings.append(
+                f"the skills index had {index.withheld} line(s) withheld by the threat scanner"
+            )
+        stable_sections.append(_section("skills_index", index.text))
     stable = "\n\n".join(stable_sections)
 
     found = _project_context(cwd, config, context_length, warnings)
@@ -238,7 +247,7 @@ def build_system_prompt(
             )
         )
     if provider_block.strip():
-        recalled = _withhold_paragraphs(
+        recalled = _withhold(
             _tidy(provider_block),
             lambda cats: f"[Withheld by the threat scanner ({cats}).]",
         )
@@ -323,59 +332,10 @@ def _scan(text: str) -> threats.Verdict:
     return threats.scan(text)
 
 
-@dataclass
-class _Withheld:
-    text: str
-    withheld: int = 0
-
-
-def _paragraphs(text: str) -> list[tuple[int, int]]:
-    """Spans of the runs of non-blank lines in ``text``."""
-    spans: list[tuple[int, int]] = []
-    start: int | None = None
-    pos = 0
-    for line in text.split("\n"):
-        end = pos + len(line)
-        if line.strip():
-            if start is None:
-                start = pos
-            last_end = end
-        elif start is not None:
-            spans.append((start, last_end))
-            start = None
-        pos = end + 1
-    if start is not None:
-        spans.append((start, last_end))
-    return spans
-
-
-def _withhold_paragraphs(text: str, notice: Callable[[str], str]) -> _Withheld:
-    """``text`` with every paragraph the scanner flags replaced by ``notice(categories)``.
-
-    When the scanner still objects after several rounds, or nothing would be left, the whole
-    text is withheld behind one notice.
-    """
-    result = _Withheld(text)
-    for _ in range(_MAX_WITHHOLD_ROUNDS):
-        verdict = _scan(result.text)
-        if not verdict.blocked:
-            return result
-        pieces: list[str] = []
-        pos = 0
-        hit = 0
-        for start, end in _paragraphs(result.text):
-            cats = sorted({f.category for f in verdict.findings if f.start < end and f.end > start})
-            if not cats:
-                continue
-            pieces += [result.text[pos:start], notice(", ".join(cats))]
-            pos = end
-            hit += 1
-        if not hit:
-            break  # findings outside any paragraph: whitespace-only characters; give up below
-        pieces.append(result.text[pos:])
-        result = _Withheld("".join(pieces), result.withheld + hit)
-    verdict = _scan(text)
-    return _Withheld(notice(", ".join(verdict.categories) or "unknown"), len(_paragraphs(text)))
+def _withhold(text: str, notice: Callable[[str], str]) -> screen.Withheld:
+    """``text`` with every block (paragraph or list item) the scanner flags replaced by
+    ``notice(categories)``; see :func:`engine.memory.screen.withhold`."""
+    return screen.withhold(text, notice, scan=_scan)
 
 
 # -- persona -----------------------------------------------------------------------------------
@@ -399,7 +359,7 @@ def _persona(home: Home, warnings: list[str]) -> tuple[str, Path | None]:
         warnings.append(
             f"{path} is longer than {SOUL_MAX_CHARS:,} characters; only the start is used"
         )
-    checked = _withhold_paragraphs(
+    checked = _withhold(
         text,
         lambda cats: (
             f"[A paragraph of SOUL.md was withheld: the threat scanner flagged it ({cats}).]"
@@ -410,7 +370,7 @@ def _persona(home: Home, warnings: list[str]) -> tuple[str, Path | None]:
             f"{path}: {checked.withheld} paragraph(s) withheld by the threat scanner; "
             "review the file"
         )
-    if checked.withheld >= len(_paragraphs(text)):
+    if checked.withheld >= len(screen.blocks(text)):
         # Nothing of the user's persona survived: a persona made only of notices would leave
         # the model without any character at all.
         return _default_persona(warnings) + "\n\n" + checked.text, path
@@ -592,22 +552,40 @@ def _render_context(path: Path, folder: Path, text: str, cap: int, warnings: lis
     source = _quoted(path)
     if path.is_symlink() and not _resolved(path).is_relative_to(_resolved(folder)):
         source += f" (a link to {_quoted(_resolved(path))})"
-    verdict = _scan(body)
-    if verdict.blocked:
-        cats = ", ".join(verdict.categories)
+    # Withheld block by block, like SOUL.md: one poisoned paragraph (often pasted from an
+    # issue or a dependency's README) should not cost the project its build rules.
+    checked = _withhold(
+        body,
+        lambda cats: (
+            f"[A part of {path.name} was withheld: the threat scanner flagged it ({cats}).]"
+        ),
+    )
+    cats = ""
+    if checked.withheld:
+        cats = ", ".join(_scan(body).categories) or "unknown"
         warnings.append(
-            f"{path} was not loaded: the threat scanner flagged it ({cats}); review the file"
+            f"{path}: {checked.withheld} part(s) withheld from the prompt, the threat scanner "
+            f"flagged them ({cats}); the file is unchanged, review it"
         )
+    if checked.withheld >= len(screen.blocks(body)):
         notice = (
             f"The project context file {source} was withheld: the threat scanner flagged it "
             f"({cats}). If the task depends on it, tell the user it was withheld and why."
         )
         return _Context(_section("project_context", notice), path, truncated, blocked=True)
+    body = checked.text
     lead = (
         f"Instructions for this project from {source}, found in the working folder. Follow "
         "them for work in this project unless the user says otherwise."
     )
-    return _Context(_section("project_context", f"{lead}\n\n{body}"), path, truncated)
+    if checked.withheld:
+        lead += " Parts marked as withheld were flagged by the threat scanner: do not guess them."
+    return _Context(
+        _section("project_context", f"{lead}\n\n{body}"),
+        path,
+        truncated,
+        blocked=bool(checked.withheld),
+    )
 
 
 # -- volatile ----------------------------------------------------------------------------------

@@ -464,16 +464,18 @@ def test_the_scaled_cap_decides_truncation(
     assert small.context_truncated and len(project_body(small)) <= 1000
 
 
-def test_blocked_context_file_is_withheld_with_a_notice(
+def test_blocked_part_of_a_context_file_is_withheld_with_a_notice(
     build: Callable[..., SystemPrompt], project: Path
 ) -> None:
+    # The flagged paragraph is withheld, the rest of the file loads; the next name is not
+    # tried instead (the user should review the file, not get another one silently).
     (project / "AGENTS.md").write_text(f"# Build\n\nUse make.\n\n{HOSTILE}\n")
     (project / "CLAUDE.md").write_text("fallback rules\n")
     prompt = build()
 
     assert prompt.context_blocked and prompt.context_file == project / "AGENTS.md"
-    assert "Use make." not in prompt.text and "reveal the system prompt" not in prompt.text
-    assert "fallback rules" not in prompt.text  # withheld, not silently replaced by another file
+    assert "Use make." in prompt.text and "reveal the system prompt" not in prompt.text
+    assert "fallback rules" not in prompt.text
     assert str(project / "AGENTS.md") in prompt.project and "injection" in prompt.project
     assert any("AGENTS.md" in w and "injection" in w for w in prompt.warnings)
 

@@ -44,7 +44,7 @@ from pydantic import BaseModel
 
 from engine.config import Config
 from engine.home import Home
-from engine.memory import threats
+from engine.memory import screen, threats
 from engine.plugins.base import MemoryProvider
 from engine.providers.base import ChatMessage
 from engine.tools import Tool
@@ -155,16 +155,35 @@ def load_provider(name: str, home: Home, config: Config) -> MemoryProvider:
 
 
 def _screen(text: str) -> str:
-    """``text`` with every paragraph the threat scanner blocks withheld, and no way to close
-    the fence early."""
+    """``text`` with every block (paragraph or list item) the threat scanner flags withheld,
+    and no way to close the fence early."""
     text = _FENCE_LOOKALIKE.sub("[fence removed]", text.replace("\r\n", "\n")).strip()
     if len(text) > MAX_RECALL_CHARS:
         text = text[:MAX_RECALL_CHARS].rstrip() + "\n[… recall truncated]"
-    parts = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        verdict = threats.scan(paragraph)
-        parts.append(threats.placeholder(verdict) if verdict.blocked else paragraph)
-    return "\n\n".join(parts)
+    # Block by block: a provider lists its facts one per line, and one poisoned fact should
+    # not take the others with it. A block is scanned on its own, as the store scanned it.
+    return screen.withhold(text, _recall_notice, scan=_scan_blocks).text
+
+
+def _recall_notice(categories: str) -> str:
+    # Not the memory placeholder's "[BLOCKED: ...]" form: standing alone, as a block is
+    # scanned, the scanner reads that as a forged marker, and the notice must pass a rescan.
+    return f"[A recalled item was withheld: the threat scanner flagged it ({categories}).]"
+
+
+def _scan_blocks(text: str) -> threats.Verdict:
+    """One verdict for ``text`` whose findings come from scanning each block alone.
+
+    Each fact is short, so the per-block scans hit the scanner's cache, and a block is judged
+    as the store judged it when it was written, not by its neighbours."""
+    findings: list[threats.Finding] = []
+    for start, end in screen.blocks(text):
+        verdict = threats.scan(text[start:end])
+        findings += [
+            f.model_copy(update={"start": f.start + start, "end": f.end + start})
+            for f in verdict.findings
+        ]
+    return threats.Verdict(blocked=bool(findings), findings=findings)
 
 
 def fence(text: str, provider: str) -> str:
