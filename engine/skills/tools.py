@@ -18,8 +18,9 @@ from typing import Any
 from engine.config import Config
 from engine.fsutil import decode_utf8
 from engine.home import Home
+from engine.memory import screen, threats
 from engine.memory.approval import Origin
-from engine.skills.guard import TrustBook, check, describe_findings
+from engine.skills.guard import GuardVerdict, TrustBook, check, describe_findings
 from engine.skills.manage import ACTIONS, SkillManager
 from engine.skills.store import (
     FILE_MAX_CHARS,
@@ -135,6 +136,14 @@ def _cut(text: str, limit: int, what: str) -> tuple[str, bool]:
     )
 
 
+def _untrusted(result: dict[str, Any], verdict: GuardVerdict) -> dict[str, Any]:
+    """A viewed document marked as stored data; the guard's findings that its trust level let
+    through (it has scanned the text already) become the ``warning``."""
+    if verdict.warnings:
+        result["warning"] = screen.warning_text(f.category for f in verdict.warnings)
+    return screen.untrusted(result, int(bool(verdict.warnings)))
+
+
 class SkillView:
     """The ``skill_view`` handler."""
 
@@ -180,6 +189,7 @@ class SkillView:
                 continue
             skills.append({"name": skill.ref, "description": skill.meta.one_line})
         result: dict[str, Any] = {"ok": True, "count": len(skills), "skills": skills}
+        screen.untrusted(result, screen.mark_all(skills, "description"))
         if withheld:
             result["withheld"] = withheld
         if catalog.problems:
@@ -208,7 +218,7 @@ class SkillView:
             result["cautions"] = [f.describe() for f in verdict.warnings[:5]]
         if uses is not None:
             result["uses"] = uses
-        return result
+        return _untrusted(result, verdict)
 
     def _file(self, name: str, file: str) -> dict[str, Any]:
         if not isinstance(file, str):
@@ -242,7 +252,7 @@ class SkillView:
             result["truncated"] = True
         if verdict.warnings:
             result["cautions"] = [f.describe() for f in verdict.warnings[:5]]
-        return result
+        return _untrusted(result, verdict)
 
 
 class SkillManageTool:
@@ -332,9 +342,11 @@ def skills_index(home: Home, *, max_chars: int = INDEX_MAX_CHARS) -> str:
     ones are listed by name only, and the rest are counted (``skill_view()`` lists them all).
 
     A description is scanned only when it is about to be shown, and a skill whose description
-    the guard withholds at its trust level is left out. Names need no scan (they are plain
-    ``[a-z0-9._-]``), so with hundreds of skills only the few dozen descriptions that fit are
-    scanned. Broken skills are left out (``cairn skills list`` reports them).
+    the guard withholds at its trust level is left out; one the guard allows at its trust but
+    the threat scanner flags keeps its name and its description is replaced by a notice.
+    Names (plain ``[a-z0-9._-]``, cheap to scan) are scanned too and a flagged one is left
+    out. With hundreds of skills only the few dozen descriptions that fit are scanned.
+    Broken skills are left out (``cairn skills list`` reports them).
     """
     catalog = load_catalog(home)
     if not catalog.skills:
@@ -352,11 +364,23 @@ def skills_index(home: Home, *, max_chars: int = INDEX_MAX_CHARS) -> str:
     rest = 0
     # Most used first when deciding what fits; the output is sorted by name afterwards.
     for skill in ranked:
+        if threats.scan(skill.ref).blocked:
+            continue  # a name chosen to be read as an order: not worth showing at all
         line = f"- {skill.ref}: {_clip(skill.meta.one_line, INDEX_DESCRIPTION_CHARS)}"
         if not bare and not rest and len(line) + 1 <= budget:
             level = levels.get(skill.name, TrustBook.DEFAULT)
             if check(skill.meta.description, level, "load").blocked:
                 continue
+            # The guard judges a skill by its trust level, which lets a trusted skill's
+            # procedure name sensitive paths; the index sits in the system prompt, where
+            # nothing flagged goes whatever its source, so the description is withheld there
+            # and the skill stays usable.
+            verdict = threats.scan(skill.meta.description)
+            if verdict.blocked:
+                line = (
+                    f"- {skill.ref}: [description withheld by the threat scanner "
+                    f"({', '.join(verdict.categories)}); `cairn skills show {skill.ref}`]"
+                )
             full.append(line)
             budget -= len(line) + 1
         elif not rest and len(skill.ref) + 2 <= budget:
