@@ -5,14 +5,20 @@ exception: a bad argument is something the model can read and correct. Message t
 returned as stored, except that one longer than ``max_message_chars`` keeps its head and tail
 with a marker in between, so a single huge tool output cannot flood the context (the model can
 still scroll to it; ``truncated`` says how much was left out).
+
+Results for the model are marked as stored data (``untrusted``, ``untrusted_note``), and every
+message the threat scanner flags carries a ``warning`` naming the categories; the text itself
+is kept, since it is what the model searched for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, cast
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from engine.memory import screen
 from engine.sessions.search import (
     DEFAULT_LIMIT,
     DEFAULT_WINDOW,
@@ -198,6 +204,11 @@ class SessionSearchTool:
         except Exception as exc:  # a tool call must never raise into the agent loop
             return _failure("internal", f"session_search failed: {exc}"[:500])
         out = {"ok": True, **self._bounded(result)}
+        if not for_user:
+            # Past messages are what the user asked for, so they are kept whole; but they are
+            # stored text that anyone in an earlier conversation (a pasted page, a tool's
+            # output) could have written, so the model is told so, message by message.
+            screen.untrusted(out, screen.mark_all(_messages(out)))
         if ignored:
             out["ignored"] = ignored
             out["note"] = f"ignored for mode {mode}: {', '.join(ignored)}"
@@ -273,6 +284,19 @@ class SessionSearchTool:
             )
             out["truncated"] = omitted
         return out
+
+
+def _messages(value: Any) -> Iterator[dict[str, Any]]:
+    """Every message dict (one with a role and a text content) inside a result."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _messages(item)
+    elif isinstance(value, dict):
+        if "role" in value and isinstance(value.get("content"), str):
+            yield value
+        for item in value.values():
+            if isinstance(item, list | dict):
+                yield from _messages(item)
 
 
 def summarize(arguments: dict[str, Any], result: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engine.memory import screen
 from engine.plugins.holographic.store import (
     Fact,
     FactStore,
@@ -235,7 +236,10 @@ class FactStoreTool:
             limit=self._limit(arguments, 5),
             min_trust=self._min_trust(arguments),
         )
-        return {"ok": True, "facts": [_brief(f) for f in found]}
+        facts = [_brief(f) for f in found]
+        # Facts are kept (the model searched for them) but marked as stored data; the store
+        # scans on write, and this catches facts written before a scanner update.
+        return screen.untrusted({"ok": True, "facts": facts}, screen.mark_all(facts))
 
     def _probe(self, arguments: dict[str, Any]) -> dict[str, Any]:
         result = self.store.probe(
@@ -243,12 +247,9 @@ class FactStoreTool:
             limit=self._limit(arguments, 10),
             min_trust=self._min_trust(arguments),
         )
-        return {
-            "ok": True,
-            "entity": result.entity,
-            "known": result.known,
-            "facts": [_brief(f) for f in result.facts],
-        }
+        facts = [_brief(f) for f in result.facts]
+        shown = {"ok": True, "entity": result.entity, "known": result.known, "facts": facts}
+        return screen.untrusted(shown, screen.mark_all(facts))
 
     def _related(self, arguments: dict[str, Any]) -> dict[str, Any]:
         entity = _text(arguments, "entity")
@@ -264,13 +265,15 @@ class FactStoreTool:
         result = self.store.reason(
             names, limit=self._limit(arguments, 10), min_trust=self._min_trust(arguments)
         )
-        return {
+        facts = [_brief(f) for f in result.facts]
+        shown = {
             "ok": True,
             "entities": result.entities,
             "unknown": result.unknown,
-            "facts": [_brief(f) for f in result.facts],
+            "facts": facts,
             "chains": [c.model_dump() for c in result.chains],
         }
+        return screen.untrusted(shown, screen.mark_all(facts))
 
     def _contradict(self, arguments: dict[str, Any]) -> dict[str, Any]:
         fact_id = _int(arguments, "fact_id") if arguments.get("fact_id") is not None else None
@@ -315,7 +318,9 @@ class FactStoreTool:
             min_trust=float(arguments.get("min_trust", 0.0) or 0.0),
             limit=self._limit(arguments, 20),
         )
-        return {"ok": True, "count": self.store.count(), "facts": [_brief(f) for f in found]}
+        facts = [_brief(f) for f in found]
+        shown = {"ok": True, "count": self.store.count(), "facts": facts}
+        return screen.untrusted(shown, screen.mark_all(facts))
 
 
 class FeedbackTool:
