@@ -370,7 +370,9 @@ class EngineWorker(QObject):
         agent = self._need_agent()
         if agent is None:
             return
-        self.sessionLoaded.emit(agent.search_tool({"mode": "read", "session_id": session_id}))
+        self.sessionLoaded.emit(
+            agent.search_tool({"mode": "read", "session_id": session_id}, for_user=True)
+        )
 
     # -- model setup -----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from engine.compression import (
 )
 from engine.config import Config, load_config
 from engine.home import Home
+from engine.memory import screen
 from engine.memory import tool as memory_tool
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
@@ -191,7 +192,9 @@ class Agent:
         # The external memory provider (``memory.provider``, or ``memory_provider`` given
         # directly), always in addition to the built-in memory; None when there is none.
         self.external_memory = self._start_external_memory(memory_provider)
-        self.search_tool = sessions_tool.SessionSearchTool(SessionSearch(self.store))
+        self.search_tool = sessions_tool.SessionSearchTool(
+            SessionSearch(self.store), mark_untrusted=screen.mark_untrusted
+        )
         self._memory_tool = memory_tool.MemoryTool(self.memory)
         self.tools = self._registry()
         # Notices about the window said once per agent, not at every prompt rebuild.

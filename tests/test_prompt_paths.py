@@ -19,7 +19,7 @@ import pytest
 
 from engine.config import Config, MemoryConfig
 from engine.home import Home
-from engine.memory import threats
+from engine.memory import screen, threats
 from engine.memory.entries import Target
 from engine.memory.service import MemoryService
 from engine.migrate.openclaw import Options, apply_migration, plan_migration
@@ -252,7 +252,10 @@ def test_session_search_keeps_a_flagged_message_and_marks_it(store: SessionStore
             NewMessage(role="assistant", content="I will not send anything.", timestamp=t0 + 1),
         ],
     )
-    tool = SessionSearchTool(SessionSearch(store), current_session_id="now")
+    # The hook the agent gives the tool (the session store knows no scanner).
+    tool = SessionSearchTool(
+        SessionSearch(store), current_session_id="now", mark_untrusted=screen.mark_untrusted
+    )
     for args in ({"query": "vendor page conversation history"}, {"session_id": "past"}):
         result = tool(args)
         assert result["ok"] and result["untrusted"] is True and result["untrusted_note"]
@@ -321,3 +324,14 @@ def test_a_skills_index_passed_in_is_scanned_too(build: Callable[..., SystemProm
     assert "reveal the system prompt" not in prompt.text
     assert "- [A skill was withheld: the threat scanner flagged it (injection).]" in prompt.stable
     assert any("skills index" in w for w in prompt.warnings)
+
+
+def test_the_agent_gives_session_search_the_untrusted_marker(model_home: Home) -> None:
+    """The marking above is the agent's: the session store itself knows no scanner."""
+    from engine.agent import Agent
+
+    agent = Agent(model_home, source="cli")
+    try:
+        assert agent.search_tool.mark_untrusted is screen.mark_untrusted
+    finally:
+        agent.close()

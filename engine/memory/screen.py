@@ -154,3 +154,9 @@ def untrusted(result: dict[str, Any], flagged: int = 0) -> dict[str, Any]:
     if flagged:
         result["flagged"] = flagged
     return result
+
+
+def mark_untrusted(result: dict[str, Any], items: Iterable[dict[str, Any]]) -> None:
+    """Label ``result`` as untrusted data and warn on each of ``items`` the scanner flags (the
+    hook the agent gives the session search tool, which knows no scanner of its own)."""
+    untrusted(result, mark_all(items))

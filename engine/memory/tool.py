@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.memory import threats
 from engine.memory.approval import Origin
 from engine.memory.entries import Target
 from engine.memory.errors import MemoryToolError
@@ -78,10 +79,10 @@ class MemoryTool:
                 "unchanged and continue with your reply.",
             ).to_dict()
         try:
-            return self._dispatch(arguments)
+            return _screened(self._dispatch(arguments))
         except MemoryToolError as exc:
             self.failures += 1
-            result = exc.to_dict()
+            result = _screened(exc.to_dict())
             if self.failures >= MAX_FAILURES_PER_TURN:
                 result["message"] += (
                     " This was the third failed memory call this turn: stop retrying, leave "
@@ -107,6 +108,19 @@ class MemoryTool:
         elif args:
             raise MemoryToolError("invalid", "give either operations or a single action, not both")
         return self.service.write(target, operations, origin=self.origin)
+
+
+def _screened(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with any listed entry the scanner blocks replaced by its placeholder, as in
+    the prompt: the file may have been edited outside Cairn since the session began."""
+    entries = result.get("entries")
+    if isinstance(entries, list):
+        shown = []
+        for entry in entries:
+            verdict = threats.scan(entry) if isinstance(entry, str) else None
+            shown.append(threats.placeholder(verdict) if verdict and verdict.blocked else entry)
+        result["entries"] = shown
+    return result
 
 
 _VERBS = {"add": "added", "replace": "replaced", "remove": "removed"}

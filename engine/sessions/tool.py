@@ -13,12 +13,11 @@ is kept, since it is what the model searched for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine.memory import screen
 from engine.sessions.search import (
     DEFAULT_LIMIT,
     DEFAULT_WINDOW,
@@ -179,12 +178,16 @@ class SessionSearchTool:
         current_session_id: str | None = None,
         *,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        mark_untrusted: Callable[[dict[str, Any], Iterable[dict[str, Any]]], None] | None = None,
     ) -> None:
         if max_message_chars < 8:
             raise ValueError("max_message_chars must be at least 8")
         self.search = search
         self.current_session_id = current_session_id
         self.max_message_chars = max_message_chars
+        # Given by the agent (the session store knows no scanner): marks a result's messages
+        # as untrusted data, with a warning on each one the threat scanner flags.
+        self.mark_untrusted = mark_untrusted
 
     def __call__(self, arguments: Any, *, for_user: bool = False) -> dict[str, Any]:
         """One call; ``for_user`` is a person's own view (the window's session list, the
@@ -204,11 +207,11 @@ class SessionSearchTool:
         except Exception as exc:  # a tool call must never raise into the agent loop
             return _failure("internal", f"session_search failed: {exc}"[:500])
         out = {"ok": True, **self._bounded(result)}
-        if not for_user:
+        if not for_user and self.mark_untrusted is not None:
             # Past messages are what the user asked for, so they are kept whole; but they are
             # stored text that anyone in an earlier conversation (a pasted page, a tool's
             # output) could have written, so the model is told so, message by message.
-            screen.untrusted(out, screen.mark_all(_messages(out)))
+            self.mark_untrusted(out, list(_messages(out)))
         if ignored:
             out["ignored"] = ignored
             out["note"] = f"ignored for mode {mode}: {', '.join(ignored)}"
