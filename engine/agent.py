@@ -402,7 +402,11 @@ class Agent:
                 "another model (`cairn model`)"
             )
         tokens = message_tokens({"role": "user", "content": text})
-        if tokens <= budget.room:
+        # The same test the request itself will meet (with its margin), so a message that
+        # passes here is not stored only to be refused after a compression.
+        if tokens <= budget.room and budget.fits_request(
+            budget.prompt_tokens + tokens, budget.tools_tokens
+        ):
             return None
         fits_chars = max(0, budget.room - 8) * 4
         return (

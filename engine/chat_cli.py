@@ -390,7 +390,7 @@ def _model_set(args: argparse.Namespace) -> int:
         from engine.providers.embedded import EmbeddedProvider
 
         try:  # said now, not at the first message
-            EmbeddedProvider(args.gguf).check()
+            EmbeddedProvider(args.gguf or load_config(args.home_path).model.gguf_path).check()
         except ProviderError as exc:
             raise ConfigError(str(exc)) from exc
     patch: dict[str, Any] = {}

@@ -81,6 +81,14 @@ APPROVAL_ON = frozenset({"approve", "approval", "on", "yes", "true", "1", "requi
 APPROVAL_OFF = frozenset({"off", "no", "false", "0", "never", "auto", "none", "disabled"})
 
 
+def approval_word(value: Any) -> Any:
+    """A write_approval value as other tools sharing the file write it (`approve`): none may
+    stop Cairn starting. An unknown word means off, and load_config warns about it."""
+    if isinstance(value, str):
+        return value.strip().lower() in APPROVAL_ON
+    return value
+
+
 class MemoryConfig(_Section):
     memory_enabled: bool = True
     user_profile_enabled: bool = True
@@ -94,12 +102,7 @@ class MemoryConfig(_Section):
     @field_validator("write_approval", mode="before")
     @classmethod
     def _approval_words(cls, value: Any) -> Any:
-        # Other tools sharing the file write words (`approve`); none may stop Cairn starting.
-        # An unknown word means off, and load_config warns about it.
-        if isinstance(value, str):
-            word = value.strip().lower()
-            return word in APPROVAL_ON
-        return value
+        return approval_word(value)
 
 
 class DisplayConfig(_Section):
@@ -212,6 +215,12 @@ class SkillsConfig(_Section):
     # Stage every skill write in the pending queue, like memory.write_approval does for memory.
     # Unset: on for the bundled tiny models, as memory approval is.
     write_approval: bool | None = None
+
+    @field_validator("write_approval", mode="before")
+    @classmethod
+    def _approval_words(cls, value: Any) -> Any:
+        return approval_word(value)
+
     # After a turn with at least this many tool calls the agent offers to save the workflow.
     propose_after_tool_calls: int = Field(default=5, ge=0)
 
@@ -376,6 +385,12 @@ def _round_trip_merge(doc: Any, patch: dict[str, Any]) -> None:
             _round_trip_merge(current, value)
         elif value is DELETE:
             doc.pop(key, None)
+        elif isinstance(value, str) and not isinstance(yaml.safe_load(value or "''"), str):
+            # ruamel writes YAML 1.2, where `off` or `yes` is a string needing no quotes; the
+            # file is read back as YAML 1.1 (PyYAML), where they are booleans. Quote them.
+            from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+            doc[key] = SingleQuotedScalarString(value)
         else:
             doc[key] = value
 
@@ -429,7 +444,12 @@ def _render(text: str | None, merged: dict[str, Any], patch: dict[str, Any]) -> 
                 _round_trip_merge(doc, patch)
                 out = io.StringIO()
                 writer.dump(doc, out)
-                return out.getvalue()
+                rendered = out.getvalue()
+                # What is written must read back as what was validated; else keep the values
+                # and lose the formatting rather than write a different config.
+                if yamlsafe.load(rendered) == merged:
+                    return rendered
+                log.warning("config.yaml rewritten without its formatting: it did not read back")
     return yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
 
 

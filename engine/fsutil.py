@@ -85,9 +85,12 @@ def resolves_inside(path: Path, root: Path) -> bool:
     workspace, the home for its own folders.
     """
     try:
-        real = os.path.realpath(path, strict=False)
         base = os.path.realpath(root, strict=False)
-    except (OSError, RuntimeError, ValueError):  # a loop on some Pythons raises
+        try:
+            real = os.path.realpath(path, strict=True)
+        except FileNotFoundError:  # dangling, or not made yet: judged by where it points
+            real = os.path.realpath(path, strict=False)
+    except (OSError, RuntimeError, ValueError):  # a loop (ELOOP), or no such path at all
         return False
     return os.path.commonpath([real, base]) == base
 
@@ -132,7 +135,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EBUSY):
                 raise
-            _write_in_place(target, data)
+            _write_in_place(target, data, mode)
             os.unlink(tmp_name)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -141,10 +144,12 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     fsync_dir(folder)
 
 
-def _write_in_place(target: Path, data: bytes) -> None:
+def _write_in_place(target: Path, data: bytes, mode: int) -> None:
     """Overwrite ``target``'s bytes without replacing the file (a mount point cannot be)."""
     fd = os.open(target, os.O_WRONLY)
     try:
+        with contextlib.suppress(PermissionError):  # another owner's file: its mode stays
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from engine.config import load_config
 from engine.home import Home
-from engine.memory.approval import PendingWrite
+from engine.memory.approval import PendingQueue, PendingWrite
 from engine.memory.service import MemoryService
 
 
 class _Settles(Protocol):
+    @property
+    def queue(self) -> PendingQueue: ...
+
     def pending(self) -> list[PendingWrite]: ...
     def approve(self, pending_id: str) -> dict[str, Any]: ...
     def reject(self, pending_id: str) -> dict[str, Any]: ...
@@ -25,27 +27,43 @@ class _Settles(Protocol):
 
 class PendingWrites:
     def __init__(self, home: Home, memory: MemoryService) -> None:
-        self.home = home
-        self.memory = memory
-
-    def _owners(self) -> list[_Settles]:
         from engine.plugins.holographic.pending import FactApprovals
         from engine.skills.manage import SkillManager
 
-        # The person settling is the reviewer: approved skill writes are theirs.
-        skills = SkillManager(self.home, load_config(self.home), author="user")
-        return [self.memory, skills, FactApprovals(self.home)]
+        self.home = home
+        self.memory = memory
+        # The person settling is the reviewer: approved skill writes are theirs. Memory's
+        # config, already read, serves the skill manager too: a config.yaml broken since must
+        # not keep memory's own records from being settled.
+        skills = SkillManager(home, memory.config, author="user")
+        self._all: list[_Settles] = [memory, skills, FactApprovals(home)]
+
+    def _owners(self) -> list[_Settles]:
+        return self._all
 
     def records(self) -> list[PendingWrite]:
         """Every readable staged write, oldest first."""
         records = [r for owner in self._owners() for r in owner.pending()]
         return sorted(records, key=lambda r: (r.created_at, r.id))
 
+    def invalid(self) -> list[dict[str, str]]:
+        """Records no queue can read, each with its subsystem and the reason."""
+        return [
+            {**bad, "subsystem": owner.queue.subsystem}
+            for owner in self._owners()
+            for bad in owner.queue.invalid()
+        ]
+
     def _owner(self, pending_id: str) -> _Settles:
+        # The queue whose folder holds the file, readable or not (an unreadable one is then
+        # refused or cleared in its own words).
         for owner in self._owners():
-            if any(r.id == pending_id for r in owner.pending()):
+            if (
+                PendingQueue.valid_id(pending_id)
+                and (owner.queue.folder / f"{pending_id}.json").exists()
+            ):
                 return owner
-        return self.memory  # says not_found (or why the record is unreadable) in its words
+        return self.memory  # says not_found in its words
 
     def approve(self, pending_id: str) -> dict[str, Any]:
         return self._owner(pending_id).approve(pending_id)

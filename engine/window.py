@@ -94,7 +94,11 @@ class WindowBudget(BaseModel):
 
     @property
     def reserved_tokens(self) -> int:
-        """Besides the system prompt, what every request needs: schemas and the reply."""
+        """Besides the system prompt, what every request needs: schemas and the reply. None
+        is reserved on a guessed window: a guess shortens nothing (compression keeps its
+        threshold of the whole default)."""
+        if not self.known:
+            return 0
         return self.tools_tokens + self.reply_tokens
 
     @property

@@ -74,9 +74,12 @@ def load(text: str) -> Any:
     loader = _BoundedLoader(text)
     try:
         data = loader.get_single_data()
+        expanded = expanded_nodes(data)
+    except RecursionError:
+        raise YamlLimitError("it is nested too deeply to read") from None
     finally:
         loader.dispose()
-    if expanded_nodes(data) > MAX_EXPANDED_NODES:
+    if expanded > MAX_EXPANDED_NODES:
         raise YamlLimitError(
             f"its aliases expand to more than {MAX_EXPANDED_NODES:,} values; refused rather "
             "than expanded"

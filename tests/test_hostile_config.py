@@ -186,3 +186,32 @@ def test_every_yaml_file_cairn_reads_is_bounded(
     out = capsys.readouterr().out
     assert code == 0 and "aliases" in out
     assert time.process_time() - started < 10
+
+
+def test_a_word_yaml_1_1_reads_as_a_boolean_is_written_quoted(home: Home) -> None:
+    """Tried: `display.memory_notifications: 'off'` written by Cairn into a commented config.
+    A YAML 1.2 writer leaves `off` bare, which this file's YAML 1.1 reader takes for False
+    (an invalid value, so Cairn would refuse its own file). It must read back as written, with
+    the comments kept."""
+    from engine.config import load_config, update_config
+
+    home.root.mkdir(parents=True, exist_ok=True)
+    home.config_file.write_text("# shared file\ndisplay:\n  memory_notifications: on  # chatty\n")
+    update_config(home, {"display": {"memory_notifications": "off"}})
+    assert load_config(home).display.memory_notifications == "off"
+    text = home.config_file.read_text()
+    assert "# shared file" in text and "# chatty" in text
+    update_config(home, {"display": {"memory_notifications": "verbose"}})
+    assert load_config(home).display.memory_notifications == "verbose"
+
+
+def test_deeply_nested_yaml_is_a_clear_refusal(home: Home) -> None:
+    """Tried: a config.yaml of 3,000 nested lists (far under the size cap). The YAML reader
+    recursed past Python's limit and the error escaped every memory read as a bug."""
+    from engine.config import ConfigError, load_config
+
+    home.root.mkdir(parents=True, exist_ok=True)
+    home.config_file.write_text("memory: " + "[" * 3000 + "]" * 3000 + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(home)
+    assert "nested too deeply" in str(err.value)

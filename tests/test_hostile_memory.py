@@ -266,3 +266,19 @@ def test_another_cairn_process_writing_is_never_taken_for_an_external_edit(home:
     assert [e for e in events if e.action == "external_edit"] == []
     assert sum(1 for e in events if e.action in ("add", "remove")) == 401
     assert parse(events[0].state_after or "") == mem.read(M).entries == ["Seed"]
+
+
+@pytest.mark.parametrize("created_at", [1.7e12, "Infinity", -5])
+def test_a_record_with_an_impossible_time_is_listed_as_invalid(
+    home: Home, capsys: pytest.CaptureFixture[str], created_at: object
+) -> None:
+    """Tried: a staged record whose created_at is in milliseconds, infinite or negative (a
+    hand edit or another tool). Listing the queue used to crash on formatting its time."""
+    mem = service(home, write_approval=True)
+    record = _stage(mem, "Timed oddly")
+    data = json.loads(record.read_text("utf-8"))
+    data["created_at"] = float(created_at) if isinstance(created_at, str) else created_at
+    record.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["memory", "pending", "--json", "--home", str(home.root)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["pending"] == [] and payload["invalid"][0]["file"] == record.name

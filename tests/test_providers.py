@@ -663,3 +663,15 @@ def test_local_provider_without_llama_cpp_says_what_to_install(
     # The hint installs Cairn's own extra, never a same-named project from the index.
     assert "pip install -e '.[local]'" in str(failure.value)
     assert "cairn[local]" not in str(failure.value)
+
+
+def test_a_variable_that_exists_is_a_name_whatever_its_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tried: key variables named like key prefixes (ASIA_…, rk_…). Refusing them as keys
+    failed every request; a variable the environment holds is a name."""
+    from engine.providers import resolve_api_key
+
+    for name in ("ASIA_PACIFIC_KEY", "rk_token"):
+        monkeypatch.setenv(name, "the-key")
+        assert resolve_api_key(name) == "the-key"

@@ -12,8 +12,10 @@ single operation (what the other tool replays) beside the ``operations`` list Ca
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
+import math
 import secrets
 import time
 from collections.abc import Iterator
@@ -28,6 +30,8 @@ from engine.home import Home, HomeError
 from engine.memory.errors import MemoryToolError
 
 Origin = Literal["foreground", "background_review"]
+# Unix seconds past the year 5000 are milliseconds, or garbage.
+MAX_STAGED_AT = 95_617_584_000.0
 
 
 class PendingWrite(BaseModel):
@@ -49,6 +53,15 @@ class PendingWrite(BaseModel):
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
             except ValueError:
                 return value  # not a time: pydantic says so
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _plausible(cls, value: float) -> float:
+        # Milliseconds or infinity would break every listing that shows the time: such a
+        # record is invalid (listed as such), not a crash.
+        if not math.isfinite(value) or not 0 <= value <= MAX_STAGED_AT:
+            raise ValueError(f"created_at {value!r} is not a time in unix seconds")
         return value
 
     def when(self) -> str:
@@ -161,7 +174,7 @@ class PendingQueue:
                 continue
         return sorted(records, key=lambda r: (r.created_at, r.id))
 
-    def invalid(self) -> list[dict[str, str]]:
+    def invalid(self) -> builtins.list[dict[str, str]]:
         """The records :meth:`list` skips, each with the reason: a user must see them."""
         found = []
         for path in self._files():
@@ -182,6 +195,11 @@ class PendingQueue:
     def settling(self) -> Iterator[None]:
         """Held while a record is approved or rejected, so two approvers (the desktop app
         and a terminal) never apply one record twice."""
+        if self.home is not None:
+            try:
+                self.home.safe_folder(self.folder)
+            except HomeError as exc:
+                raise MemoryToolError("unsafe", f"{exc}; nothing was settled") from exc
         self.folder.mkdir(parents=True, exist_ok=True)
         with locked(self.folder / ".lock"):
             yield

@@ -21,6 +21,7 @@ from engine.memory.service import MemoryService, usage_of
 from engine.plugins import cli as plugins_cli
 
 if TYPE_CHECKING:
+    from engine.memory.approval import PendingWrite
     from engine.pending import PendingWrites
 
 TARGETS = [t.value for t in Target]
@@ -222,15 +223,18 @@ def _pending(service: MemoryService) -> PendingWrites:
     return PendingWrites(service.home, service)
 
 
+def _where(record: PendingWrite) -> str:
+    """What a staged write changes, in a few letters: memory, user, skills or facts."""
+    if record.subsystem != "memory":
+        return record.subsystem[:6]
+    return str(record.payload.get("target", "memory"))[:6]
+
+
 def cmd_pending(args: argparse.Namespace) -> int:
     service: MemoryService = args.service_factory()
     records = _pending(service).records()
-    invalid = service.invalid_pending()
-    lines = [
-        f"{r.id}  {r.when()}  {r.origin:<17} {str(r.payload.get('target', 'memory'))[:6]:<6} "
-        f"{r.summary}"
-        for r in records
-    ]
+    invalid = _pending(service).invalid()
+    lines = [f"{r.id}  {r.when()}  {r.origin:<17} {_where(r):<6} {r.summary}" for r in records]
     lines += [f"invalid  {bad['file']}: {bad['reason']}" for bad in invalid]
     _emit(
         args,

@@ -281,7 +281,7 @@ class MemoryStore:
         kept = set(after)
         if before.text and not is_canonical(before.text):
             outcome.backup, outcome.backup_reason = self._backup(before), "form"
-        elif any(e not in ours and e not in kept for e in before.entries):
+        elif known is not None and any(e not in ours and e not in kept for e in before.entries):
             outcome.backup, outcome.backup_reason = self._backup(before), "foreign"
         new_text = render(after)
         try:

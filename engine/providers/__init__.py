@@ -72,8 +72,9 @@ def resolve_api_key(api_key_env: str | None) -> str | None:
         return None
     from engine.providers.secrets import looks_like_secret
 
-    if looks_like_secret(api_key_env):
-        # Written by hand or by another tool: never used as a name, never echoed back.
+    if api_key_env not in os.environ and looks_like_secret(api_key_env):
+        # Written by hand or by another tool: never used as a name, never echoed back. A
+        # variable that exists is a name, whatever its shape (ASIA_PACIFIC_KEY).
         raise ProviderError(
             "config",
             "model.api_key_env in config.yaml holds what looks like a key, not the name of "

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from engine.db import CairnMeta, readonly_uri
 from engine.home import Home
 from engine.sessions.store import SessionStore
@@ -80,7 +82,9 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection]:
     try:
         if wal.exists():
             # Opening a live WAL database read-only would create -shm beside it; read a copy.
-            folder = tempfile.mkdtemp(prefix="cairn-hermes-")
+            # The copy holds someone's conversations: it stays in the home (next to the file
+            # it copies, with the home's permissions), never in a shared temp folder.
+            folder = tempfile.mkdtemp(prefix=".cairn-hermes-copy-", dir=path.parent)
             target = Path(folder) / path.name
             shutil.copy2(path, target)
             with contextlib.suppress(FileNotFoundError):  # checkpointed meanwhile
@@ -162,14 +166,19 @@ def export_lines(path: Path) -> Iterator[str]:
 def missing(home: Home, store: SessionStore) -> int:
     """How many of the other program's sessions Cairn's store does not hold (0 when the home
     has no such database, or it cannot be read: this only feeds a hint)."""
-    path = hermes_db(home)
-    if path is None:
+    path = home.state_db
+    if not path.is_file() or path.stat().st_size == 0:
         return 0
     try:
-        ids = session_ids(path)
-    except HermesError:
+        # One read (one copy while the other program has it open): its kind, then its ids.
+        with _reading(path) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            if CairnMeta.__tablename__ in tables or not {"sessions", "messages"} <= tables:
+                return 0
+            ids = [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+        return len(ids) - len(store.has_sessions(ids))
+    except (HermesError, SQLAlchemyError):
         return 0
-    return len(ids) - len(store.has_sessions(ids))
 
 
 def hint(home: Home, store: SessionStore) -> str | None:
@@ -212,7 +221,10 @@ def search(home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RES
     try:
         with _reading(path) as conn:
             ids = [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
-            copied = store.has_sessions(ids)
+            try:
+                copied = store.has_sessions(ids)
+            except SQLAlchemyError:
+                return []
             order = "m.timestamp DESC" if "timestamp" in _columns(conn, "messages") else "m.id DESC"
             where = " AND ".join("lower(m.content) LIKE ? ESCAPE '\\'" for _ in words)
             params = [f"%{_escape_like(w)}%" for w in words]

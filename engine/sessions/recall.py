@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
 from engine.sessions.fts_sqlite import (
     FEW,
@@ -79,9 +79,10 @@ _ROWS = (
     "LEFT JOIN messages_context AS c ON c.id = m.id WHERE m.id IN ({})"
 )
 _ALPHA = re.compile(r"[a-z]+")
-_SESSION_SPANS = (
-    "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN ({}) GROUP BY session_id"
-)
+_SESSION_SPANS = text(
+    "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN :sids "
+    "GROUP BY session_id"
+).bindparams(bindparam("sids", expanding=True))
 _HOLDS_IN_RANGE = (
     f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1"
 )
@@ -310,10 +311,8 @@ class Recall:
         sids = sorted({r.hit.session_id for _, r in ranked})
         if not sids:
             return ranked
-        quoted = ", ".join("'" + sid.replace("'", "''") + "'" for sid in sids)
         spans = {
-            sid: (low, high)
-            for sid, low, high in self.conn.execute(text(_SESSION_SPANS.format(quoted)))
+            sid: (low, high) for sid, low, high in self.conn.execute(_SESSION_SPANS, {"sids": sids})
         }
         out = []
         for score, r in ranked:

@@ -23,6 +23,7 @@ from engine.home import Home
 from engine.sessions.models import MessageRow, SessionRow
 
 T = TypeVar("T")
+ID_CHUNK = 500  # ids per IN (...) look-up, well under SQLite's parameter limit
 ROLES = ("system", "user", "assistant", "tool")
 WRITE_ATTEMPTS = 6
 
@@ -249,12 +250,16 @@ class SessionStore:
         return _session(row) if row else None
 
     def has_sessions(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are stored; asked in chunks (SQLite bounds a statement's
+        parameters, and another program's store may hold tens of thousands)."""
         wanted = list(ids)
-        if not wanted:
-            return set()
+        found: set[str] = set()
         with self.engine.connect() as conn:
-            rows = conn.execute(select(sessions_t.c.id).where(sessions_t.c.id.in_(wanted)))
-            return {r[0] for r in rows}
+            for start in range(0, len(wanted), ID_CHUNK):
+                chunk = wanted[start : start + ID_CHUNK]
+                rows = conn.execute(select(sessions_t.c.id).where(sessions_t.c.id.in_(chunk)))
+                found.update(r[0] for r in rows)
+        return found
 
     def list_sessions(
         self, limit: int = 20, offset: int = 0, source: str | None = None

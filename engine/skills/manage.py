@@ -546,6 +546,12 @@ class SkillManager:
             )
 
     def approve(self, pending_id: str) -> dict[str, Any]:
+        # Under the queue's lock, as memory's and the fact store's: the window and a terminal
+        # approving one record must not both apply it.
+        with self.queue.settling():
+            return self._approve(pending_id)
+
+    def _approve(self, pending_id: str) -> dict[str, Any]:
         record = self.queue.fetch(pending_id)
         try:
             request = parse_request(record.payload.get("request"))
@@ -568,8 +574,9 @@ class SkillManager:
         return result
 
     def reject(self, pending_id: str) -> dict[str, Any]:
-        record = self.queue.fetch(pending_id)
-        self.queue.discard(record.id)
+        with self.queue.settling():
+            record = self.queue.fetch(pending_id)
+            self.queue.discard(record.id)
         return {
             "ok": True,
             "status": "rejected",
