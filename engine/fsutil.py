@@ -79,18 +79,17 @@ def read_text(path: Path) -> str:
 
 def resolves_inside(path: Path, root: Path) -> bool:
     """Whether ``path``, with every symlink on the way followed, ends inside ``root`` (itself
-    resolved). A dangling link counts by where it points; a link loop is never inside.
+    resolved). A dangling link counts by where it points. A link loop inside ``root`` counts
+    as inside (Python stops resolving where the loop starts): nothing can be read or written
+    through it, and the caller then says "symlink loop", which is what the user must fix.
 
     The one check for "does this path stay in its tree": migration uses it for the source
     workspace, the home for its own folders.
     """
     try:
+        real = os.path.realpath(path, strict=False)
         base = os.path.realpath(root, strict=False)
-        try:
-            real = os.path.realpath(path, strict=True)
-        except FileNotFoundError:  # dangling, or not made yet: judged by where it points
-            real = os.path.realpath(path, strict=False)
-    except (OSError, RuntimeError, ValueError):  # a loop (ELOOP), or no such path at all
+    except (OSError, RuntimeError, ValueError):  # a loop on some Pythons raises
         return False
     return os.path.commonpath([real, base]) == base
 
