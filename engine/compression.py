@@ -827,10 +827,6 @@ class Compressor:
     def context_length(self) -> int:
         return self._context_length or self.provider.context_length
 
-    @property
-    def tail_budget_tokens(self) -> int:
-        return int(self.context_length * self.threshold * TAIL_SHARE_OF_THRESHOLD)
-
     def should_compress(self, system_prompt: str, messages: Sequence[ChatMessage]) -> bool:
         return needs_compression(
             system_prompt,
@@ -875,9 +871,6 @@ class Compressor:
 
     def provider_window(self) -> int:
         return self.provider.context_length
-
-    def plan(self, messages: Sequence[ChatMessage]) -> CompressionPlan:
-        return plan_split(messages, self.tail_budget_tokens)
 
     def compress(
         self,
