@@ -3216,9 +3216,11 @@ def fresh_obfuscation(r: random.Random) -> list[Entry]:
     out = []
     for k, (name, f) in enumerate(tf):
         o = f(core[k % len(core)])
+        # The cipher needs its key next to it, or no reader could act on it.
+        frame = frames[1] if name.startswith("vigenere") else frames[k % len(frames)]
         out.append(
             {
-                "text": frames[k % len(frames)].format(o=o),
+                "text": frame.format(o=o),
                 "category": "obfuscation",
                 "style": f"fresh_{name}",
             }
