@@ -107,7 +107,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(home)
     levels = TrustBook(home.skills_dir).levels()
     counts = UsageBook(home.skills_dir).counts()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for skill in catalog.skills:
         use = counts.get(skill.name)
         rows.append(

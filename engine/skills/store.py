@@ -566,7 +566,7 @@ def find_skill(home: Home, name: str) -> Skill:
     check_name(bare)
     if category:
         check_name(category, "category")
-        candidates = [(home.skills_dir / category / bare, category)]
+        candidates: list[tuple[Path, str | None]] = [(home.skills_dir / category / bare, category)]
     else:
         candidates = [(home.skills_dir / bare, None)]
         candidates += [(folder / bare, folder.name) for folder in _subdirs(home.skills_dir)]
