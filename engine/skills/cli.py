@@ -28,7 +28,9 @@ from engine.skills.usage import UsageBook
 Handler = Callable[[argparse.Namespace], int]
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     skills = sub.add_parser("skills", parents=[common], help="skills (saved procedures)")
     cmds = skills.add_subparsers(dest="skills_command", required=True, metavar="COMMAND")
 

@@ -76,7 +76,7 @@ SkillRequest = Annotated[
     | RemoveFileRequest,
     Field(discriminator="action"),
 ]
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(SkillRequest)
+_ADAPTER: TypeAdapter[SkillRequest] = TypeAdapter(SkillRequest)
 _FIELDS = {
     "create": {"name", "category", "content", "description", "body"},
     "patch": {"name", "find", "replace", "file", "replace_all"},

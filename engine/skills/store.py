@@ -170,10 +170,10 @@ class SkillMeta(BaseModel):
     def _description(cls, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise ValueError("description must be a non-empty string")
-        value = value.strip()
-        if len(value) > DESCRIPTION_MAX:
-            raise ValueError(f"description is {len(value)} chars; at most {DESCRIPTION_MAX}")
-        return value
+        text: str = value.strip()
+        if len(text) > DESCRIPTION_MAX:
+            raise ValueError(f"description is {len(text)} chars; at most {DESCRIPTION_MAX}")
+        return text
 
     @field_validator("version", mode="before")
     @classmethod

@@ -29,7 +29,7 @@ def _config_workspace(config_file: Path, user_home: Path) -> Path | None:
         raw = config_file.read_text("utf-8", errors="replace")
     except OSError:
         return None
-    value: Any = None
+    value: str | None = None
     try:
         data = json.loads(raw)
         for path in (("agents", "defaults", "workspace"), ("agent", "workspace")):
