@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING
-
-from engine.memory import threats
-
-if TYPE_CHECKING:
-    pass
 
 from engine.cron.models import (
     CONTINUITY_CHARS,
@@ -18,6 +12,7 @@ from engine.cron.models import (
     CronJob,
     JobState,
 )
+from engine.memory import threats
 
 _CONTINUITY_BLOCK = re.compile(
     re.escape(CONTINUITY_OPEN) + r".*?(?:" + re.escape(CONTINUITY_CLOSE) + r"|\Z)",

@@ -9,12 +9,8 @@ import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine.home import Home
-
-if TYPE_CHECKING:
-    pass
 
 
 def _lock_file(home: Home, name: str) -> Path:

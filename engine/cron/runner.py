@@ -12,12 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config import load_config
-from engine.fsutil import atomic_write_text
-from engine.home import Home
-
-if TYPE_CHECKING:
-    from engine.agent import Agent
-
 from engine.cron.continuity import clean_reply, compose_prompt
 from engine.cron.lock import _run_lock
 from engine.cron.models import (
@@ -29,6 +23,11 @@ from engine.cron.models import (
     validate_job_name,
 )
 from engine.cron.store import _save_state, get_job, is_due, load_jobs, load_state, output_dir
+from engine.fsutil import atomic_write_text
+from engine.home import Home
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
 
 
 def _output_path(home: Home, name: str, started: float) -> Path:

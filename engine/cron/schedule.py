@@ -9,11 +9,6 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 # Classic cron cannot express an impossible date forever; 28 years is the weekday cycle of
 # 29 February, so a schedule with no slot in that span has none at all.

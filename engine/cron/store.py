@@ -10,18 +10,12 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from engine import yamlsafe
-from engine.fsutil import atomic_write_text, locked
-from engine.home import Home
-
-if TYPE_CHECKING:
-    pass
-
 from engine.cron.lock import _run_lock, running_pid
 from engine.cron.models import (
     CONTINUITY_CHARS,
@@ -34,6 +28,8 @@ from engine.cron.models import (
     validate_job_name,
 )
 from engine.cron.schedule import ScheduleError, parse_schedule
+from engine.fsutil import atomic_write_text, locked
+from engine.home import Home
 
 
 def _jobs_file(home: Home) -> Path:
