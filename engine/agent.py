@@ -30,6 +30,16 @@ from engine.compression import (
     needs_compression,
 )
 from engine.config import Config, load_config
+from engine.events import (
+    AgentEvent,
+    Listener,
+    Notice,
+    ReplyFinished,
+    SessionStarted,
+    TokenReceived,
+    ToolFinished,
+    ToolStarted,
+)
 from engine.home import Home
 from engine.memory import screen
 from engine.memory import tool as memory_tool
@@ -55,56 +65,6 @@ TITLE_CHARS = 80
 # Offered even in the smallest window: what Cairn's memory depends on.
 CORE_TOOLS = frozenset({"memory", "session_search"})
 COMPRESS_RETRY_TURNS = 3
-
-
-# -- events ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TokenReceived:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolStarted:
-    call_id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class ToolFinished:
-    call_id: str
-    name: str
-    summary: str
-    ok: bool
-    result: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Notice:
-    """Something the user should see besides the reply (memory saved, compression, errors)."""
-
-    kind: str  # memory | review | compression | session | provider | error | info
-    text: str
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class SessionStarted:
-    session_id: str
-    parent_session_id: str | None
-    reason: str  # start | new | compression
-
-
-@dataclass(frozen=True)
-class ReplyFinished:
-    content: str
-    cancelled: bool
-
-
-AgentEvent = TokenReceived | ToolStarted | ToolFinished | Notice | SessionStarted | ReplyFinished
-Listener = Callable[[AgentEvent], None]
 
 
 @dataclass
@@ -183,7 +143,7 @@ class Agent:
         # provider's notes) goes to the summariser with the messages.
         self.pre_compress_hooks: list[Callable[[list[ChatMessage]], str]] = []
         self._compress_again_at_turn = 0
-        self.review = BackgroundReview(self) if background_review else None
+        self.review = BackgroundReview(self, self._emit) if background_review else None
         self.messages: list[ChatMessage] = []
         self.session: SessionInfo | None = None
         self.session_id = ""

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from engine.config import Config
+from engine.events import Notice
+from engine.home import Home
 from engine.memory import tool as memory_tool
 from engine.memory.service import MemoryService
 from engine.providers import make_provider
 from engine.providers.base import ChatMessage, ProviderError
 from engine.skills import skill_tools
 from engine.tools import Tool, ToolOutcome, ToolRegistry
-
-if TYPE_CHECKING:
-    from engine.agent import Agent
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,30 @@ def _transcript(messages: list[ChatMessage]) -> str:
     return "\n\n".join(lines)
 
 
+class ReviewHost(Protocol):
+    """What a review reads from the agent it follows (an :class:`~engine.agent.Agent`); a
+    protocol so this module never imports the agent, which imports it."""
+
+    @property
+    def home(self) -> Home: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def user_turns(self) -> int: ...
+    @property
+    def messages(self) -> list[ChatMessage]: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def memory(self) -> MemoryService: ...
+
+
 class BackgroundReview:
-    def __init__(self, agent: Agent) -> None:
+    """``notify`` shows a notice to the agent's listener (the agent's own event path)."""
+
+    def __init__(self, agent: ReviewHost, notify: Callable[[Notice], None]) -> None:
         self.agent = agent
+        self._notify = notify
         self._thread: threading.Thread | None = None
         self.last_outcomes: list[ToolOutcome] = []
         self.runs = 0
@@ -93,15 +114,13 @@ class BackgroundReview:
         return not thread.is_alive()
 
     def _run_safely(self, messages: list[ChatMessage], config: Config, session_id: str) -> None:
-        from engine.agent import Notice
-
         try:
             self.last_outcomes = self.run(messages, config, session_id)
         except ProviderError as exc:
-            self.agent._emit(Notice("review", f"background review skipped: {exc}"))
+            self._notify(Notice("review", f"background review skipped: {exc}"))
         except Exception as exc:
             log.exception("background review failed")
-            self.agent._emit(Notice("review", f"background review failed: {exc}"))
+            self._notify(Notice("review", f"background review failed: {exc}"))
         finally:
             self.runs += 1
 
@@ -152,8 +171,6 @@ class BackgroundReview:
         return outcomes
 
     def _announce(self, outcomes: list[ToolOutcome]) -> None:
-        from engine.agent import Notice
-
         mode = self.agent.config.display.memory_notifications
         changed = [o for o in outcomes if o.ok and o.result.get("status") in ("applied", "staged")]
         if mode == "off" or not changed:
@@ -165,7 +182,7 @@ class BackgroundReview:
         else:
             text = "💾 Memory updated"
         detail = "\n".join(_diff_line(o) for o in changed) if mode == "verbose" else ""
-        self.agent._emit(Notice("memory", text, detail))
+        self._notify(Notice("memory", text, detail))
 
 
 def _diff_line(outcome: ToolOutcome) -> str:

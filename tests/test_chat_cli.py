@@ -1,4 +1,5 @@
-"""``cairn chat`` and ``cairn model`` as a user runs them: real processes, a real server."""
+"""``cairn chat`` and ``cairn model`` as a user runs them, against a real server on loopback:
+through the entry point in this process, and as real processes for stop signals and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.service import MemoryService
 from engine.sessions.store import SessionStore
-from tests.conftest import REPO, run_cairn
+from tests.conftest import REPO
+from tests.inprocess import cairn_here
 from tests.scripted_server import ScriptedServer, reply, tool_calls
 
 
@@ -28,7 +30,7 @@ def test_one_shot_prints_the_reply_and_stores_the_session(
         tool_calls(("memory", {"action": "add", "content": "Prefers short answers"})),
         reply("Short answer."),
     )
-    proc = run_cairn("chat", "-q", "keep it short", "--json", home=model_home)
+    proc = cairn_here("chat", "-q", "keep it short", "--json", home=model_home)
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["reply"] == "Short answer." and payload["ok"] is True
@@ -43,14 +45,14 @@ def test_one_shot_streams_text_and_fails_clearly(
     model_home: Home, scripted: ScriptedServer
 ) -> None:
     scripted.add(reply("Streamed words arrive"))
-    proc = run_cairn("chat", "-q", "hi", home=model_home)
+    proc = cairn_here("chat", "-q", "hi", home=model_home)
     assert proc.returncode == 0 and proc.stdout.strip() == "Streamed words arrive"
-    proc = run_cairn("chat", "-q", "hi again", home=model_home)  # the script is empty: HTTP 500
+    proc = cairn_here("chat", "-q", "hi again", home=model_home)  # the script is empty: HTTP 500
     assert proc.returncode == 1 and "server" in proc.stderr.lower()
 
 
 def test_without_a_model_chat_says_how_to_configure_one(home: Home) -> None:
-    proc = run_cairn("chat", "-q", "hello", home=home)
+    proc = cairn_here("chat", "-q", "hello", home=home)
     assert proc.returncode == 1
     assert "cairn model" in proc.stderr
 
@@ -59,7 +61,7 @@ def test_repl_runs_commands_and_turns_from_stdin(
     model_home: Home, scripted: ScriptedServer
 ) -> None:
     scripted.add(reply("First reply."))
-    proc = run_cairn("chat", home=model_home, stdin="hello there\n/memory\n/help\n")
+    proc = cairn_here("chat", home=model_home, stdin="hello there\n/memory\n/help\n")
     assert proc.returncode == 0, proc.stderr
     assert "First reply." in proc.stdout
     assert "MEMORY.md: 0 entries" in proc.stdout and "/compress" in proc.stdout
@@ -98,39 +100,39 @@ def test_ctrl_c_stops_the_reply_and_keeps_the_transcript(
 
 
 def test_model_set_and_show_never_store_the_key(home: Home, scripted: ScriptedServer) -> None:
-    proc = run_cairn(
+    proc = cairn_here(
         "model", "set", "--base-url", scripted.url, "--model", "m1",
-        "--api-key-env", "CAIRN_TEST_KEY", "--json", home=home,
+        "--api-key-env", "CAIRN_TEST_KEY", "--json", home=home, env={"CAIRN_TEST_KEY": None},
     )  # fmt: skip
-    # The variable is not set in the child: the model is configured but not usable yet.
+    # The variable is not set: the model is configured but not usable yet.
     assert proc.returncode == 1 and "CAIRN_TEST_KEY" in proc.stdout
     config = load_config(home)
     assert config.model.base_url == scripted.url and config.model.api_key_env == "CAIRN_TEST_KEY"
     text = home.config_file.read_text()
     assert "sk-" not in text
-    proc = run_cairn("model", "set", "--api-key-env", "sk-live-123", home=home)
+    proc = cairn_here("model", "set", "--api-key-env", "sk-live-123", home=home)
     assert proc.returncode == 1 and "environment variable" in proc.stderr
     assert "sk-live-123" not in home.config_file.read_text()
 
 
 def test_switching_endpoints_drops_the_old_key_variable(home: Home) -> None:
     """The old endpoint's key variable must not be sent to a new host."""
-    run_cairn(
+    cairn_here(
         "model", "set", "--base-url", "https://one.example/v1", "--model", "m",
         "--api-key-env", "ONE_KEY", home=home,
     )  # fmt: skip
     assert load_config(home).model.api_key_env == "ONE_KEY"
-    run_cairn("model", "set", "--base-url", "http://127.0.0.1:11434/v1", home=home)
+    cairn_here("model", "set", "--base-url", "http://127.0.0.1:11434/v1", home=home)
     config = load_config(home)
     assert config.model.api_key_env is None and config.model.model == "m"
     # Changing only the window keeps the provider and endpoint.
-    run_cairn("model", "set", "--context-length", "4096", home=home)
+    cairn_here("model", "set", "--context-length", "4096", home=home)
     config = load_config(home)
     assert config.model.provider == "openai" and config.model.context_length == 4096
     # A key written inline by another tool is never echoed.
     text = home.config_file.read_text().replace("model:\n", "model:\n  api_key: sk-inline\n", 1)
     home.config_file.write_text(text)
-    proc = run_cairn("model", "--json", home=home)
+    proc = cairn_here("model", "--json", home=home)
     assert "sk-inline" not in proc.stdout and json.loads(proc.stdout)["context_length"] == 4096
 
 

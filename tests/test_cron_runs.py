@@ -1,8 +1,9 @@
-"""Cron runs end to end: the real CLI in child processes, a scripted model on loopback, the
-real session database and memory files.
+"""Cron runs end to end: the CLI's entry point, a scripted model on loopback, the real session
+database and memory files.
 
-Continuity is checked on what the model actually received; the run lock with two real
-processes, one held inside its model call until the test lets it go.
+Commands run in this process (see ``tests/inprocess.py``); continuity is checked on what the
+model actually received. The run lock is tested with real child processes, one held inside its
+model call until the test lets it go, and one killed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.service import MemoryService
 from engine.sessions.store import SessionStore
-from tests.conftest import REPO, run_cairn
+from tests.conftest import REPO
+from tests.inprocess import cairn_here
 from tests.scripted_server import ScriptedServer, Step, error, reply, tool_calls
 
 PROMPT = "Check the disk usage of /srv and report anything unusual."
@@ -47,7 +49,7 @@ def user_messages(server: ScriptedServer) -> list[str]:
 
 
 def add(home: Home, name: str = "disk", *extra: str, schedule: str = "every 1h") -> None:
-    ok(run_cairn("cron", "add", name, "--schedule", schedule, "--prompt", PROMPT, *extra,
+    ok(cairn_here("cron", "add", name, "--schedule", schedule, "--prompt", PROMPT, *extra,
                  home=home))  # fmt: skip
 
 
@@ -80,7 +82,7 @@ def test_continuity_across_three_runs_passes_on_the_last_reply_only(
         f"{cron.CONTINUITY_OPEN}\n{first}\n{cron.CONTINUITY_CLOSE}"
     )
     scripted.add(reply(first), reply(second), reply("Run three: nothing new."))
-    outputs = [ok(run_cairn("cron", "run", "disk", home=model_home)).stdout for _ in range(3)]
+    outputs = [ok(cairn_here("cron", "run", "disk", home=model_home)).stdout for _ in range(3)]
     assert "Run one" in outputs[0] and "Run three" in outputs[2]
 
     one, two, three = user_messages(scripted)
@@ -118,10 +120,10 @@ def test_a_long_reply_is_capped_and_a_failed_run_keeps_the_last_good_one(
     add(model_home, "big", "--continuity", "--continuity-chars", "500")
     long_reply = "Start of report. " + "x" * 3000 + " END-OF-REPORT"
     scripted.add(reply(long_reply), error(500, "the model broke"), reply("fine"))
-    ok(run_cairn("cron", "run", "big", home=model_home))
-    failed = ok(run_cairn("cron", "run", "big", "--json", home=model_home), 1)
+    ok(cairn_here("cron", "run", "big", home=model_home))
+    failed = ok(cairn_here("cron", "run", "big", "--json", home=model_home), 1)
     assert json.loads(failed.stdout)["status"] == "error"
-    ok(run_cairn("cron", "run", "big", home=model_home))
+    ok(cairn_here("cron", "run", "big", home=model_home))
 
     _, second, third = user_messages(scripted)
     for message in (second, third):  # the failure did not wipe the first run's reply
@@ -169,8 +171,8 @@ def test_runs_load_the_memory_snapshot_and_write_memory_like_any_session(
         reply("Noted the backup target."),
         reply("Second run."),
     )
-    ok(run_cairn("cron", "run", "notes", home=model_home))
-    ok(run_cairn("cron", "run", "notes", home=model_home))
+    ok(cairn_here("cron", "run", "notes", home=model_home))
+    ok(cairn_here("cron", "run", "notes", home=model_home))
     assert fact in MemoryService(model_home).read(Target.MEMORY).entries
     first_system, _, second_system = (r["messages"][0]["content"] for r in scripted.chat_requests())
     assert fact not in first_system
@@ -186,7 +188,7 @@ def test_with_approval_on_a_run_stages_its_memory_write(
         tool_calls(("memory", {"action": "add", "content": "Staged by cron"})),
         reply("done"),
     )
-    ok(run_cairn("cron", "run", "notes", home=model_home))
+    ok(cairn_here("cron", "run", "notes", home=model_home))
     service = MemoryService(model_home)
     assert service.read(Target.MEMORY).entries == []
     pending = service.pending()
@@ -205,16 +207,16 @@ def test_tick_runs_what_is_due_once_and_skips_the_rest(
     add(model_home, "paused")
     backdate(model_home, "due")
     backdate(model_home, "paused")
-    ok(run_cairn("cron", "disable", "paused", home=model_home))
+    ok(cairn_here("cron", "disable", "paused", home=model_home))
     scripted.add(reply("ran"))
-    report = json.loads(ok(run_cairn("cron", "tick", "--json", home=model_home)).stdout)
+    report = json.loads(ok(cairn_here("cron", "tick", "--json", home=model_home)).stdout)
     runs = report["homes"][0]["runs"]
     assert [(r["job"], r["status"], r["trigger"]) for r in runs] == [("due", "ok", "tick")]
     # Due again only at its next slot: a second tick straight after runs nothing.
-    again = json.loads(ok(run_cairn("cron", "tick", "--json", home=model_home)).stdout)
+    again = json.loads(ok(cairn_here("cron", "tick", "--json", home=model_home)).stdout)
     assert again["homes"][0]["runs"] == []
     assert len(scripted.chat_requests()) == 1
-    listing = json.loads(ok(run_cairn("cron", "list", "--json", home=model_home)).stdout)
+    listing = json.loads(ok(cairn_here("cron", "list", "--json", home=model_home)).stdout)
     by_name = {j["name"]: j for j in listing["jobs"]}
     assert by_name["due"]["state"]["last_status"] == "ok"
     assert by_name["due"]["next_run_at"] > time.time()
@@ -231,13 +233,13 @@ def test_a_broken_entry_is_reported_and_the_others_still_run(
     data["jobs"].append({"name": "bad", "schedule": "61 * * * *", "prompt": "x"})
     path.write_text(yaml.safe_dump(data))
     scripted.add(reply("fine"))
-    proc = ok(run_cairn("cron", "tick", "--json", home=model_home), 1)
+    proc = ok(cairn_here("cron", "tick", "--json", home=model_home), 1)
     home_report = json.loads(proc.stdout)["homes"][0]
     assert [r["job"] for r in home_report["runs"]] == ["good"]
     assert "bad" in home_report["problems"][0] and "outside 0-59" in home_report["problems"][0]
     # Adding and removing others leaves the broken entry in the file for the user to fix.
     add(model_home, "another")
-    ok(run_cairn("cron", "remove", "another", home=model_home))
+    ok(cairn_here("cron", "remove", "another", home=model_home))
     assert [j["name"] for j in yaml.safe_load(path.read_text())["jobs"]] == ["good", "bad"]
 
 
@@ -254,17 +256,17 @@ def test_only_if_due_rechecks_under_the_lock(model_home: Home, scripted: Scripte
 
 
 def test_cli_refuses_bad_input(model_home: Home) -> None:
-    bad = ok(run_cairn("cron", "add", "x", "--schedule", "* * *", "--prompt", "p",
+    bad = ok(cairn_here("cron", "add", "x", "--schedule", "* * *", "--prompt", "p",
                        home=model_home), 2)  # fmt: skip
     assert "5 fields" in bad.stderr
-    bad_name = ok(run_cairn("cron", "add", "../x", "--schedule", "@daily", "--prompt", "p",
+    bad_name = ok(cairn_here("cron", "add", "../x", "--schedule", "@daily", "--prompt", "p",
                             home=model_home), 2)  # fmt: skip
     assert "invalid job name" in bad_name.stderr
     add(model_home, "twice")
-    dup = ok(run_cairn("cron", "add", "twice", "--schedule", "@daily", "--prompt", "p",
+    dup = ok(cairn_here("cron", "add", "twice", "--schedule", "@daily", "--prompt", "p",
                        "--json", home=model_home), 1)  # fmt: skip
     assert json.loads(dup.stdout)["error"] == "exists"
-    missing = ok(run_cairn("cron", "run", "nope", home=model_home), 1)
+    missing = ok(cairn_here("cron", "run", "nope", home=model_home), 1)
     assert "no cron job named 'nope'" in missing.stderr
     assert not (model_home.cron_dir / "output" / "nope").exists()
 
@@ -275,7 +277,7 @@ def test_remove_forgets_continuity_and_a_new_job_of_that_name_starts_clean(
     cron.add_job(model_home, "mon", "every 1h", PROMPT, continuity=True)
     scripted.add(reply("old news"), reply("fresh"))
     assert cron.run_job(model_home, "mon").status == "ok"
-    ok(run_cairn("cron", "remove", "mon", home=model_home))
+    ok(cairn_here("cron", "remove", "mon", home=model_home))
     assert list(cron.output_dir(model_home, "mon").glob("*.md"))  # output kept
     cron.add_job(model_home, "mon", "every 1h", PROMPT, continuity=True)
     assert cron.run_job(model_home, "mon").status == "ok"
@@ -339,13 +341,13 @@ def test_a_second_process_cannot_run_a_job_that_is_running(
     try:
         assert gate.arrived.wait(60), first.stderr.read() if first.poll() is not None else ""
         # The first process is inside its model call, holding the lock.
-        second = ok(run_cairn("cron", "run", "slow", "--json", home=model_home), 1)
+        second = ok(cairn_here("cron", "run", "slow", "--json", home=model_home), 1)
         assert json.loads(second.stdout)["error"] == "busy"
-        ticked = json.loads(ok(run_cairn("cron", "tick", "--json", home=model_home)).stdout)
+        ticked = json.loads(ok(cairn_here("cron", "tick", "--json", home=model_home)).stdout)
         assert all(r["status"] != "ok" for r in ticked["homes"][0]["runs"])
-        listing = json.loads(ok(run_cairn("cron", "list", "--json", home=model_home)).stdout)
+        listing = json.loads(ok(cairn_here("cron", "list", "--json", home=model_home)).stdout)
         assert listing["jobs"][0]["running_pid"] == first.pid
-        refused = ok(run_cairn("cron", "remove", "slow", "--json", home=model_home), 1)
+        refused = ok(cairn_here("cron", "remove", "slow", "--json", home=model_home), 1)
         assert json.loads(refused.stdout)["error"] == "busy"
         assert len(scripted.chat_requests()) == 1
     finally:
@@ -412,7 +414,7 @@ def test_output_file_layout(model_home: Home, scripted: ScriptedServer) -> None:
 def test_tick_all_profiles_runs_each_profiles_jobs_in_its_own_home(
     model_home: Home, scripted: ScriptedServer
 ) -> None:
-    ok(run_cairn("profile", "create", "ops", "--clone", home=model_home))
+    ok(cairn_here("profile", "create", "ops", "--clone", home=model_home))
     ops = model_home.profile("ops")
     cron.add_job(model_home, "rootjob", "every 1h", "root prompt")
     cron.add_job(ops, "opsjob", "every 1h", "ops prompt")
@@ -420,7 +422,7 @@ def test_tick_all_profiles_runs_each_profiles_jobs_in_its_own_home(
     backdate(ops, "opsjob")
     scripted.add(reply("first"), reply("second"))
     report = json.loads(
-        ok(run_cairn("cron", "tick", "--all-profiles", "--json", home=model_home)).stdout
+        ok(cairn_here("cron", "tick", "--all-profiles", "--json", home=model_home)).stdout
     )
     ran = {h["home"]: [(r["job"], r["status"]) for r in h["runs"]] for h in report["homes"]}
     assert ran == {str(model_home.root): [("rootjob", "ok")], str(ops.root): [("opsjob", "ok")]}

@@ -13,7 +13,6 @@ from engine.config import update_config
 from engine.home import Home
 from engine.memory.entries import Target, parse, render
 from engine.memory.service import MemoryService
-from engine.migrate import openclaw
 from engine.migrate.openclaw import (
     MigrationCancelled,
     MigrationError,
@@ -22,6 +21,7 @@ from engine.migrate.openclaw import (
     apply_migration,
     find_source,
     plan_migration,
+    scan,
 )
 
 
@@ -414,10 +414,10 @@ def test_the_serial_and_parallel_scans_agree(
         for n in range(250)
     }
     workspace(user, logs)
-    monkeypatch.setattr(openclaw, "PARALLEL_FROM", 10**9)
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 10**9)
     serial = plan(home, user)
-    monkeypatch.setattr(openclaw, "PARALLEL_FROM", 1)
-    monkeypatch.setattr(openclaw.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(scan.threading, "active_count", lambda: 1)
     parallel = plan(home, user)
     assert serial.counts == parallel.counts and serial.counts.blocked == 250
     assert serial.entries == parallel.entries
@@ -448,8 +448,8 @@ def test_progress_moves_forward_and_ends_complete(
         f"memory/2024-01-{1 + n % 28:02d}-{n}.md": f"- Entry {n}\n- Other {n}\n" for n in range(300)
     }
     workspace(user, logs)
-    monkeypatch.setattr(openclaw, "PARALLEL_FROM", 1 if parallel else 10**9)
-    monkeypatch.setattr(openclaw.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 1 if parallel else 10**9)
+    monkeypatch.setattr(scan.threading, "active_count", lambda: 1)
     calls: list[tuple[str, int, int]] = []
     plan_migration(home, Options(), user_home=user, environ={}, progress=lambda *a: calls.append(a))
     for stage in ("read", "scan"):

@@ -1,4 +1,5 @@
-"""``cairn claw migrate`` and ``cairn claw cleanup`` through the real entry point."""
+"""``cairn claw migrate`` and ``cairn claw cleanup`` through the entry point: in this process,
+and once as a real child process."""
 
 from __future__ import annotations
 
@@ -13,23 +14,32 @@ import pytest
 from engine.home import Home
 from engine.memory.entries import parse
 from tests.conftest import REPO
+from tests.inprocess import cairn_here
 from tests.test_migrate import BASIC, workspace
 
+OPENCLAW_ENV = ("OPENCLAW_STATE_DIR", "OPENCLAW_WORKSPACE_DIR", "OPENCLAW_PROFILE")
 
-def cairn(*args: str, user: Path, home: Home | None = None) -> subprocess.CompletedProcess[str]:
+
+def cairn(
+    *args: str, user: Path, home: Home | None = None, real: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """One command with ``user`` as the home folder; in this process unless ``real``."""
+    if not real:
+        env: dict[str, str | None] = {"HOME": str(user), **dict.fromkeys(OPENCLAW_ENV)}
+        return cairn_here(*args, home=home, env=env)
     argv = [sys.executable, "-m", "engine.cli", *args]
     if home is not None:
         argv += ["--home", str(home.root)]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(user)}
-    for name in ("OPENCLAW_STATE_DIR", "OPENCLAW_WORKSPACE_DIR", "OPENCLAW_PROFILE"):
-        env.pop(name, None)
+    real_env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(user)}
+    for name in OPENCLAW_ENV:
+        real_env.pop(name, None)
     return subprocess.run(
         argv,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env=real_env,
         cwd=REPO,
     )
 
@@ -41,7 +51,7 @@ def user(tmp_path: Path) -> Path:
 
 
 def test_dry_run_shows_the_changes_and_makes_none(user: Path, home: Home) -> None:
-    result = cairn("claw", "migrate", "--dry-run", user=user, home=home)
+    result = cairn("claw", "migrate", "--dry-run", user=user, home=home, real=True)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Would add to MEMORY.md:" in out and "+ [2024-03-05 · Work] Deploys go through CI" in out

@@ -26,7 +26,7 @@ from engine.memory.entries import Target
 from engine.memory.service import MemoryService
 from engine.profiles import ProfileError, Profiles
 from engine.sessions.store import SessionStore
-from tests.conftest import run_cairn
+from tests.inprocess import cairn_here
 from tests.scripted_server import ScriptedServer, reply, tool_calls
 
 
@@ -107,31 +107,31 @@ def test_every_home_path_of_a_profile_lies_inside_it(tmp_path: Path) -> None:
 
 
 def test_create_list_use_show_delete(home: Home) -> None:
-    ok(run_cairn("memory", "add", "Root fact", home=home))
-    created = as_json(ok(run_cairn("profile", "create", "work", "--json", home=home)))
+    ok(cairn_here("memory", "add", "Root fact", home=home))
+    created = as_json(ok(cairn_here("profile", "create", "work", "--json", home=home)))
     assert created["path"] == str(home.root / "profiles" / "work")
     assert (home.root / "profiles" / "work").is_dir()
 
-    listed = as_json(ok(run_cairn("profile", "list", "--json", home=home)))["profiles"]
+    listed = as_json(ok(cairn_here("profile", "list", "--json", home=home)))["profiles"]
     assert [(p["name"], p["active"]) for p in listed] == [("default", True), ("work", False)]
     assert listed[0]["memory_chars"] == len("Root fact") and listed[1]["memory_chars"] == 0
 
-    ok(run_cairn("profile", "use", "work", home=home))
+    ok(cairn_here("profile", "use", "work", home=home))
     assert (home.root / "active_profile").read_text().strip() == "work"
-    ok(run_cairn("memory", "add", "Work fact", home=home))  # no --profile: the active one
+    ok(cairn_here("memory", "add", "Work fact", home=home))  # no --profile: the active one
     assert "Work fact" in (home.profile("work").memories_dir / "MEMORY.md").read_text()
     assert "Work fact" not in (home.memories_dir / "MEMORY.md").read_text()
-    shown = as_json(ok(run_cairn("profile", "show", "--json", home=home)))
+    shown = as_json(ok(cairn_here("profile", "show", "--json", home=home)))
     assert shown["name"] == "work" and shown["active"] and shown["memory_chars"] == 9
 
-    refused = ok(run_cairn("profile", "delete", "work", "--yes", "--json", home=home), 1)
+    refused = ok(cairn_here("profile", "delete", "work", "--yes", "--json", home=home), 1)
     assert as_json(refused)["error"] == "active"
-    ok(run_cairn("profile", "use", "default", home=home))
+    ok(cairn_here("profile", "use", "default", home=home))
     assert not (home.root / "active_profile").exists()
-    unconfirmed = ok(run_cairn("profile", "delete", "work", "--json", home=home, stdin=""), 1)
+    unconfirmed = ok(cairn_here("profile", "delete", "work", "--json", home=home, stdin=""), 1)
     assert as_json(unconfirmed)["error"] == "confirm"
     assert (home.root / "profiles" / "work").is_dir()
-    ok(run_cairn("profile", "delete", "work", "--yes", home=home))
+    ok(cairn_here("profile", "delete", "work", "--yes", home=home))
     assert not (home.root / "profiles" / "work").exists()
     assert [p.name for p in (home.root / "profiles").iterdir() if not p.name.startswith(".")] == []
 
@@ -148,13 +148,13 @@ def test_create_list_use_show_delete(home: Home) -> None:
     ],
 )
 def test_refusals(home: Home, args: list[str], code: int, error: str) -> None:
-    proc = ok(run_cairn("profile", *args, "--json", home=home), code)
+    proc = ok(cairn_here("profile", *args, "--json", home=home), code)
     assert as_json(proc)["error"] == error
 
 
 def test_create_refuses_an_existing_profile(home: Home) -> None:
-    ok(run_cairn("--profile", "lazy", "memory", "add", "made by use", home=home))
-    proc = ok(run_cairn("profile", "create", "lazy", "--json", home=home), 1)
+    ok(cairn_here("--profile", "lazy", "memory", "add", "made by use", home=home))
+    proc = ok(cairn_here("profile", "create", "lazy", "--json", home=home), 1)
     assert as_json(proc)["error"] == "exists"
     assert "made by use" in (home.profile("lazy").memories_dir / "MEMORY.md").read_text()
 
@@ -203,7 +203,7 @@ def _fill_source(home: Home) -> None:
 def test_clone_copies_config_and_persona_only(home: Home) -> None:
     _fill_source(home)
     update_config(home, {"database": {"url": "postgresql+psycopg://u@db.example/shared"}})
-    report = as_json(ok(run_cairn("profile", "create", "lite", "--clone", "--json", home=home)))
+    report = as_json(ok(cairn_here("profile", "create", "lite", "--clone", "--json", home=home)))
     lite = home.profile("lite")
     assert sorted(report["copied"]) == ["SOUL.md", "config.yaml"]
     assert sorted(p.name for p in lite.root.iterdir()) == ["SOUL.md", "config.yaml"]
@@ -221,7 +221,7 @@ def test_clone_all_copies_every_store_and_then_shares_nothing(home: Home) -> Non
     outside = home.root.parent / "dotfiles-USER.md"
     outside.write_text("Likes otters")
     os.symlink(outside, home.memories_dir / "USER.md")
-    ok(run_cairn("profile", "create", "full", "--clone-all", home=home))
+    ok(cairn_here("profile", "create", "full", "--clone-all", home=home))
     full = home.profile("full")
     assert not any(p.name.endswith((".lock", "-wal", "-shm")) for p in full.root.rglob("*"))
 
@@ -229,7 +229,7 @@ def test_clone_all_copies_every_store_and_then_shares_nothing(home: Home) -> Non
     assert (full.memories_dir / "USER.md").read_text() == "Likes otters"
     assert MemoryService(full).read(Target.MEMORY).entries == ["Source fact"]
     assert [s.id for s in SessionStore.open(full).list_sessions()] == ["s-source"]
-    found = as_json(ok(run_cairn("--profile", "full", "sessions", "search", "otters", "--json",
+    found = as_json(ok(cairn_here("--profile", "full", "sessions", "search", "otters", "--json",
                                  home=home)))  # fmt: skip
     assert [r["session_id"] for r in found["results"]] == ["s-source"]
     assert (full.skills_dir / "otters" / "SKILL.md").is_file()
@@ -241,10 +241,10 @@ def test_clone_all_copies_every_store_and_then_shares_nothing(home: Home) -> Non
 
     # From here on the two are independent.
     source_before = snapshot(home.root, skip=(home.profiles_dir, outside))
-    ok(run_cairn("--profile", "full", "memory", "add", "Only in the copy", home=home))
-    ok(run_cairn("--profile", "full", "memory", "add", "--target", "user", "Copy user note",
+    ok(cairn_here("--profile", "full", "memory", "add", "Only in the copy", home=home))
+    ok(cairn_here("--profile", "full", "memory", "add", "--target", "user", "Copy user note",
                  home=home))  # fmt: skip
-    ok(run_cairn("--profile", "full", "sessions", "delete", "s-source", "--yes", home=home))
+    ok(cairn_here("--profile", "full", "sessions", "delete", "s-source", "--yes", home=home))
     dispose_engines()
     assert snapshot(home.root, skip=(home.profiles_dir,)) == source_before
     assert outside.read_text() == "Likes otters"
@@ -256,35 +256,35 @@ def test_clone_all_copies_every_store_and_then_shares_nothing(home: Home) -> Non
 
 def test_nothing_crosses_profiles(model_home: Home, scripted: ScriptedServer) -> None:
     root = model_home
-    ok(run_cairn("memory", "add", "ROOT-ONLY: the router is called lantern", home=root))
-    ok(run_cairn("profile", "create", "a", "--clone", home=root))
-    ok(run_cairn("profile", "create", "b", "--clone", home=root))
+    ok(cairn_here("memory", "add", "ROOT-ONLY: the router is called lantern", home=root))
+    ok(cairn_here("profile", "create", "a", "--clone", home=root))
+    ok(cairn_here("profile", "create", "b", "--clone", home=root))
     a = root.profile("a")
-    ok(run_cairn("--profile", "b", "memory", "add", "B-ONLY: the printer is called quill",
+    ok(cairn_here("--profile", "b", "memory", "add", "B-ONLY: the printer is called quill",
                  home=root))  # fmt: skip
     dispose_engines()
     outside_a = snapshot(root.root, skip=(a.root, root.active_profile_file))
 
     # -- work in profile a, chosen by `profile use` (no --profile from here on) --
-    ok(run_cairn("profile", "use", "a", home=root))
+    ok(cairn_here("profile", "use", "a", home=root))
     scripted.add(
         tool_calls(("memory", {"action": "add", "content": "A-ONLY: the build host is kiln"})),
         reply("Noted: kiln builds."),
     )
-    ok(run_cairn("chat", "-q", "Remember that kiln is our build host", home=root))
+    ok(cairn_here("chat", "-q", "Remember that kiln is our build host", home=root))
     first_prompt = scripted.chat_requests()[0]["messages"][0]["content"]
     assert "lantern" not in first_prompt and "quill" not in first_prompt
 
-    ok(run_cairn("memory", "approval", "on", home=root))  # a config change, in a only
+    ok(cairn_here("memory", "approval", "on", home=root))  # a config change, in a only
     scripted.add(
         tool_calls(("memory", {"target": "user", "action": "add", "content": "Likes kiln"})),
         reply("Staged."),
     )
-    ok(run_cairn("chat", "-q", "I like kiln", home=root))
-    ok(run_cairn("cron", "add", "kilnwatch", "--schedule", "@daily", "--prompt",
+    ok(cairn_here("chat", "-q", "I like kiln", home=root))
+    ok(cairn_here("cron", "add", "kilnwatch", "--schedule", "@daily", "--prompt",
                  "Is kiln up?", "--continuity", home=root))  # fmt: skip
     scripted.add(reply("kiln is up"))
-    ok(run_cairn("cron", "run", "kilnwatch", home=root))
+    ok(cairn_here("cron", "run", "kilnwatch", home=root))
     skill = a.skills_dir / "kiln-deploy" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: kiln-deploy\ndescription: deploy to kiln\n---\nSteps.\n")
@@ -308,12 +308,12 @@ def test_nothing_crosses_profiles(model_home: Home, scripted: ScriptedServer) ->
     # -- the other profile and the root cannot see any of it --
     for other in ("b", "default"):
         home = root.profile(other)
-        shown = as_json(ok(run_cairn("--profile", other, "memory", "show", "--json", home=root)))
+        shown = as_json(ok(cairn_here("--profile", other, "memory", "show", "--json", home=root)))
         assert "kiln" not in json.dumps(shown)
-        pending = as_json(ok(run_cairn("--profile", other, "memory", "pending", "--json",
+        pending = as_json(ok(cairn_here("--profile", other, "memory", "pending", "--json",
                                        home=root)))  # fmt: skip
         assert pending["pending"] == []
-        found = as_json(ok(run_cairn("--profile", other, "sessions", "search", "kiln", "--json",
+        found = as_json(ok(cairn_here("--profile", other, "sessions", "search", "kiln", "--json",
                                      home=root)))  # fmt: skip
         assert found["results"] == []
         assert not (home.skills_dir / "kiln-deploy").exists()
@@ -322,12 +322,12 @@ def test_nothing_crosses_profiles(model_home: Home, scripted: ScriptedServer) ->
         assert load_config(home).memory.write_approval is False
 
     # b's agent, searching its past sessions, finds nothing of a's.
-    ok(run_cairn("profile", "use", "b", home=root))
+    ok(cairn_here("profile", "use", "b", home=root))
     scripted.add(
         tool_calls(("session_search", {"query": "kiln"})),
         reply("I found nothing about kiln."),
     )
-    ok(run_cairn("chat", "-q", "What do you know about kiln?", home=root))
+    ok(cairn_here("chat", "-q", "What do you know about kiln?", home=root))
     request = scripted.chat_requests()[-1]
     system = request["messages"][0]["content"]
     assert "kiln" not in system and "quill" in system  # b's own memory, only
@@ -337,7 +337,7 @@ def test_nothing_crosses_profiles(model_home: Home, scripted: ScriptedServer) ->
     # Looking into a is possible, but only when asked for, and read-only.
     dispose_engines()
     a_before = snapshot(a.root)
-    peek = as_json(ok(run_cairn("--profile", "a", "sessions", "search", "kiln", "--readonly",
+    peek = as_json(ok(cairn_here("--profile", "a", "sessions", "search", "kiln", "--readonly",
                                 "--json", home=root)))  # fmt: skip
     assert peek["results"]
     assert snapshot(a.root) == a_before

@@ -391,7 +391,7 @@ class MemoryTargetBox(QGroupBox):
     entrySelected = Signal(int)
 
     def __init__(self, target: Target, parent: QWidget | None = None) -> None:
-        super().__init__(target.title, parent)
+        super().__init__(target.heading, parent)
         self.target = target
         self.state: dict[str, Any] = {}
         self.model = MemoryEntryModel(target.value, self)

@@ -23,7 +23,8 @@ class Target(StrEnum):
         return "MEMORY.md" if self is Target.MEMORY else "USER.md"
 
     @property
-    def title(self) -> str:
+    def heading(self) -> str:
+        # Not `title`: a str enum member would shadow str.title with a different signature.
         return (
             "MEMORY (your personal notes)"
             if self is Target.MEMORY
@@ -88,10 +89,10 @@ def header(target: Target, chars: int, limit: int) -> str:
     figures = f"{chars:,}/{limit:,} chars"
     if chars > limit:
         return (
-            f"{target.title} [OVER BUDGET {pct}% — {figures}] "
+            f"{target.heading} [OVER BUDGET {pct}% — {figures}] "
             "— only writes that shrink it are accepted: consolidate now"
         )
-    line = f"{target.title} [{pct}% — {figures}]"
+    line = f"{target.heading} [{pct}% — {figures}]"
     if chars > limit * CONSOLIDATE_AT:
         line += " — above 80%: consolidate (merge or remove entries) before adding more"
     return line

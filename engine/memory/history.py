@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, Float, Index, Integer, String, Text, bindparam, insert, select
+from sqlalchemy import (
+    Engine,
+    Float,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    bindparam,
+    insert,
+    select,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from engine.db import Base
@@ -71,7 +82,7 @@ class MemoryEvent(BaseModel):
 
 
 # Built once: these run on every memory write, where building statements showed in profiles.
-_EVENTS = MemoryEventRow.__table__
+_EVENTS = cast(Table, MemoryEventRow.__table__)
 _INSERT = insert(_EVENTS)
 _LAST_STATE = (
     select(_EVENTS.c.state_after)
@@ -116,7 +127,9 @@ class History:
         }
         # Core, not the ORM: the unit of work cost more than the insert itself.
         with self._writer.begin() as conn:
-            return int(conn.execute(_INSERT, values).inserted_primary_key[0])
+            key = conn.execute(_INSERT, values).inserted_primary_key
+        assert key is not None  # an INSERT of one row always has its key
+        return int(key[0])
 
     def settled(self, pending_id: str) -> str | None:
         """``approved`` or ``rejected`` if the staged write ``pending_id`` was already settled

@@ -152,12 +152,12 @@ def check_budget(
     if len(ops) == 1 and adds:
         size = len(clean_entry(adds[0].content))
         lead = (
-            f"{target.title.split(' (')[0].title()} at {old:,}/{limit:,} chars. "
+            f"{target.heading.split(' (')[0].title()} at {old:,}/{limit:,} chars. "
             f"Adding this entry ({size:,} chars) would exceed the limit."
         )
     else:
         lead = (
-            f"{target.title.split(' (')[0].title()} at {old:,}/{limit:,} chars. "
+            f"{target.heading.split(' (')[0].title()} at {old:,}/{limit:,} chars. "
             f"This change would bring it to {new:,} chars, over the limit by {new - limit:,}."
         )
     raise MemoryToolError(

@@ -31,7 +31,9 @@ SHOWN = 10  # blocked / overflow / skipped lines on a terminal before "… and N
 PREVIEW = 90
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     claw = sub.add_parser("claw", parents=[common], help="import from OpenClaw, then tidy up")
     cmds = claw.add_subparsers(dest="claw_command", required=True, metavar="COMMAND")
 

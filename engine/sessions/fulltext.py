@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from sqlalchemy import Connection
-
 from engine.sessions.query import Query
 
 Form = Literal["phrase", "all", "any", "substring"]
@@ -80,13 +78,3 @@ class FullText(Protocol):
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None: ...
-
-
-def full_text_for(conn: Connection) -> FullText:
-    if conn.dialect.name == "postgresql":
-        from engine.sessions.fts_postgres import PostgresFullText
-
-        return PostgresFullText(conn)
-    from engine.sessions.fts_sqlite import SqliteFullText
-
-    return SqliteFullText(conn)

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, TextClause, bindparam, text
 
-from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit, full_text_for
+from engine.sessions.fts import full_text_for
+from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit
 from engine.sessions.query import Query, Term, parse_query
 from engine.sessions.question import Concept, Question, read_question
 from engine.sessions.snippet import snippet

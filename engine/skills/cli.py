@@ -28,7 +28,9 @@ from engine.skills.usage import UsageBook
 Handler = Callable[[argparse.Namespace], int]
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     skills = sub.add_parser("skills", parents=[common], help="skills (saved procedures)")
     cmds = skills.add_subparsers(dest="skills_command", required=True, metavar="COMMAND")
 
@@ -107,7 +109,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(home)
     levels = TrustBook(home.skills_dir).levels()
     counts = UsageBook(home.skills_dir).counts()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for skill in catalog.skills:
         use = counts.get(skill.name)
         rows.append(

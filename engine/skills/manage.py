@@ -15,31 +15,43 @@ then. Changes typed by the user on the command line apply directly: the user is 
 Every applied change is also appended to ``<home>/skills/.history.jsonl`` (one
 :class:`SkillChange` per line, with the file's text before and after), so the journey can show
 when each skill was created, patched or deleted, and what changed.
+
+This module holds :class:`SkillManager`, which works out and commits changes; the requests it
+takes are in ``requests``, the checks on a change's text and the history record in
+``changes``, the pending queue in ``queue``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from engine.config import Config, load_config
 from engine.config_follow import FollowedConfig
-from engine.fsutil import TEMP_PREFIX, atomic_write_text, decode_utf8, fsync_dir, locked
+from engine.fsutil import TEMP_PREFIX, atomic_write_text, fsync_dir, locked
 from engine.home import Home, HomeError
-from engine.memory.approval import Origin, PendingQueue, PendingWrite
-from engine.memory.errors import MemoryToolError
+from engine.memory.approval import Origin, PendingWrite
+from engine.skills.changes import (
+    SkillChange,
+    _Change,
+    _check_size,
+    _closest_lines,
+    _kept,
+    _line_preview,
+    _old_text,
+    _positions,
+    _read_text,
+    _require_body,
+    _skill_usage,
+)
 from engine.skills.guard import (
     GuardVerdict,
     Mode,
@@ -47,6 +59,22 @@ from engine.skills.guard import (
     TrustLevel,
     check,
     describe_findings,
+)
+from engine.skills.queue import SkillPendingQueue
+from engine.skills.requests import (
+    _MAX_PREVIEWS,
+    ACTIONS,
+    Author,
+    CreateRequest,
+    DeleteRequest,
+    EditRequest,
+    PatchRequest,
+    RemoveFileRequest,
+    SkillRequest,
+    WriteFileRequest,
+    _preview,
+    describe_request,
+    parse_request,
 )
 from engine.skills.store import (
     FILE_MAX_CHARS,
@@ -73,333 +101,10 @@ __all__ = [
     "parse_request",
 ]
 
-ACTIONS = ("create", "patch", "edit", "delete", "write_file", "remove_file")
-Author = Literal["agent", "user"]
+
 TRASH_DIR = ".trash"
 LOCK_FILE = ".skills.lock"
 HISTORY_FILE = ".history.jsonl"
-# Texts kept in the history: a SKILL.md always fits; a bigger supporting file is noted as
-# changed without its text, so the log stays a few megabytes at most.
-HISTORY_TEXT_MAX = SKILL_MD_MAX_CHARS
-_PREVIEW = 60
-_MAX_PREVIEWS = 5
-
-
-# --------------------------------------------------------------------------------------------
-# Requests
-# --------------------------------------------------------------------------------------------
-
-
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-
-
-class CreateRequest(_Request):
-    action: Literal["create"]
-    category: str | None = None
-    content: str | None = None
-    description: str | None = None
-    body: str | None = None
-
-
-class PatchRequest(_Request):
-    action: Literal["patch"]
-    find: str
-    replace: str
-    file: str | None = None
-    # Every occurrence instead of exactly one: for renaming a command or path throughout.
-    replace_all: bool = False
-
-
-class EditRequest(_Request):
-    action: Literal["edit"]
-    content: str
-
-
-class DeleteRequest(_Request):
-    action: Literal["delete"]
-    # The skill that now holds this one's steps, when two were merged: it must exist, and the
-    # history says where the deleted skill went.
-    absorbed_into: str | None = None
-
-
-class WriteFileRequest(_Request):
-    action: Literal["write_file"]
-    file: str
-    content: str
-
-
-class RemoveFileRequest(_Request):
-    action: Literal["remove_file"]
-    file: str
-
-
-SkillRequest = Annotated[
-    CreateRequest
-    | PatchRequest
-    | EditRequest
-    | DeleteRequest
-    | WriteFileRequest
-    | RemoveFileRequest,
-    Field(discriminator="action"),
-]
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(SkillRequest)
-_FIELDS = {
-    "create": {"name", "category", "content", "description", "body"},
-    "patch": {"name", "find", "replace", "file", "replace_all"},
-    "edit": {"name", "content"},
-    "delete": {"name", "absorbed_into"},
-    "write_file": {"name", "file", "content"},
-    "remove_file": {"name", "file"},
-}
-
-
-# Optional fields where "" can only mean "not given" (a model filling in every field).
-_OPTIONAL = {
-    "create": {"category", "content", "description", "body"},
-    "patch": {"file"},
-    "delete": {"absorbed_into"},
-}
-
-
-def parse_request(arguments: object) -> SkillRequest:
-    """A validated request from tool or CLI arguments, or an ``invalid`` :class:`SkillError`.
-
-    Models often send every field of the schema, unused ones as null or empty; those are
-    dropped. An unused field with a value is refused, since it shows a misunderstanding.
-    """
-    if not isinstance(arguments, dict):
-        raise SkillError("invalid", "the arguments must be an object")
-    action = arguments.get("action")
-    if action not in _FIELDS:
-        raise SkillError("invalid", f"action must be one of {', '.join(ACTIONS)} (got {action!r})")
-    allowed = _FIELDS[action]
-    cleaned: dict[str, Any] = {"action": action}
-    optional = _OPTIONAL.get(action, set())
-    for key, value in arguments.items():
-        if key == "action" or value is None or (value == "" and key in optional):
-            continue
-        if key not in allowed:
-            if value in ("", [], {}):
-                continue
-            raise SkillError(
-                "invalid",
-                f"{key!r} is not used by {action}; it takes {', '.join(sorted(allowed))}",
-            )
-        cleaned[key] = value
-    try:
-        return _ADAPTER.validate_python(cleaned)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"][1:]) or "arguments"
-            if err["type"] == "missing":
-                problems.append(f"{key} is required")
-            else:
-                problems.append(f"{key}: {err['msg']}")
-        raise SkillError("invalid", f"{action}: " + "; ".join(problems)) from None
-
-
-def _preview(text: str, limit: int = _PREVIEW) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def describe_request(request: SkillRequest) -> str:
-    """One line for logs, the pending queue and the chat pane."""
-    name = request.name
-    if isinstance(request, CreateRequest):
-        where = f" in {request.category}" if request.category else ""
-        return f"create skill {name!r}{where}"
-    if isinstance(request, PatchRequest):
-        file = request.file or SKILL_FILE
-        every = " (every occurrence)" if request.replace_all else ""
-        return (
-            f"patch {name}/{file}: {_preview(request.find, 30)!r} → "
-            f"{_preview(request.replace, 30)!r}{every}"
-        )
-    if isinstance(request, EditRequest):
-        return f"rewrite {name}/SKILL.md ({len(request.content):,} chars)"
-    if isinstance(request, DeleteRequest):
-        into = f" (absorbed into {request.absorbed_into!r})" if request.absorbed_into else ""
-        return f"delete skill {name!r}{into}"
-    if isinstance(request, WriteFileRequest):
-        return f"write {name}/{request.file} ({len(request.content):,} chars)"
-    return f"remove {name}/{request.file}"
-
-
-# --------------------------------------------------------------------------------------------
-# Pending queue
-# --------------------------------------------------------------------------------------------
-
-
-class SkillPendingQueue(PendingQueue):
-    """The memory queue's records and rules, in ``<home>/pending/skills``."""
-
-    SUBSYSTEM = "skills"
-
-    def __init__(self, home: Home) -> None:
-        super().__init__(home.pending_dir / self.SUBSYSTEM, self.SUBSYSTEM, home)
-
-    def stage(
-        self,
-        action: str,
-        summary: str,
-        payload: dict[str, Any],
-        origin: Origin,
-        session_id: str | None = None,
-    ) -> PendingWrite:
-        try:
-            return super().stage(action, summary, payload, origin, session_id)
-        except MemoryToolError as exc:
-            raise SkillError(exc.code, exc.message) from None
-
-    def fetch(self, pending_id: str) -> PendingWrite:
-        try:
-            record = self.get(pending_id)
-        except MemoryToolError as exc:
-            raise SkillError(exc.code, exc.message) from None
-        if record.subsystem != self.SUBSYSTEM:
-            raise SkillError("not_found", f"pending write {pending_id!r} is not a skill write")
-        return record
-
-
-# --------------------------------------------------------------------------------------------
-# Changes
-# --------------------------------------------------------------------------------------------
-
-
-class SkillChange(BaseModel):
-    """One applied skill change: a line of ``<skills>/.history.jsonl``."""
-
-    at: float  # unix seconds, when it was committed
-    action: str  # one of ACTIONS
-    skill: str  # category/name, or name
-    file: str = SKILL_FILE  # the file the change wrote or removed (delete: SKILL.md)
-    author: Author
-    origin: str
-    session_id: str | None = None
-    pending_id: str | None = None
-    summary: str
-    before: str | None = None  # the file's text before; None when it did not exist
-    after: str | None = None  # and after; None when it no longer exists
-    omitted: bool = False  # a text was too long (or not UTF-8) to keep: before/after are None
-    absorbed_into: str | None = None  # delete: the skill that took over this one's steps
-
-
-def _kept(text: str | None) -> tuple[str | None, bool]:
-    """``text`` if the history keeps it, and whether it was left out."""
-    if text is None or len(text) <= HISTORY_TEXT_MAX:
-        return text, False
-    return None, True
-
-
-@dataclass
-class _Change:
-    """A change worked out and checked, waiting to be committed."""
-
-    request: SkillRequest
-    ref: str
-    summary: str
-    commit: Callable[[], None]
-    verdict: GuardVerdict | None = None
-    notes: list[str] = field(default_factory=list)
-    # For the history: the file changed and its text before and after.
-    file: str = SKILL_FILE
-    before: str | None = None
-    after: str | None = None
-    unreadable: bool = False  # the old text could not be read as UTF-8
-
-
-def _read_text(path: Path, shown: str) -> str:
-    try:
-        return decode_utf8(path.read_bytes())
-    except FileNotFoundError:
-        raise SkillError("not_found", f"{shown} does not exist") from None
-    except UnicodeDecodeError:
-        raise SkillError("invalid", f"{shown} is not UTF-8 text; it cannot be patched") from None
-    except IsADirectoryError:
-        raise SkillError("invalid", f"{shown} is a folder, not a file") from None
-    except OSError as exc:
-        raise SkillError("io", f"{shown} cannot be read ({exc.strerror})") from None
-
-
-def _old_text(path: Path) -> tuple[str | None, bool]:
-    """For the history: ``path``'s text, and whether it existed but could not be read."""
-    if path.is_symlink() or not path.is_file():
-        return None, path.is_symlink()
-    try:
-        if path.stat().st_size > 4 * HISTORY_TEXT_MAX:
-            return None, True
-        return decode_utf8(path.read_bytes()), False
-    except (OSError, UnicodeDecodeError):
-        return None, True
-
-
-def _positions(text: str, needle: str) -> list[int]:
-    # Overlapping matches count: "aa" occurs twice in "aaa", so it does not name one place.
-    found, start = [], 0
-    while len(found) <= _MAX_PREVIEWS:
-        index = text.find(needle, start)
-        if index < 0:
-            break
-        found.append(index)
-        start = index + 1
-    return found
-
-
-def _line_preview(text: str, index: int, length: int) -> str:
-    """``line N: '…'``, the line(s) holding a match, cut to a window around it."""
-    line = text.count("\n", 0, index) + 1
-    start = text.rfind("\n", 0, index) + 1
-    end = text.find("\n", index + length)
-    end = len(text) if end < 0 else end
-    if end - start > 90:
-        start = max(start, index - 30)
-        end = min(end, index + length + 30)
-    return f"line {line}: {_preview(text[start:end], 90)!r}"
-
-
-def _closest_lines(text: str, needle: str) -> list[str]:
-    probe = needle.strip().splitlines()[0] if needle.strip() else needle
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return difflib.get_close_matches(probe.strip(), lines, n=2, cutoff=0.6)
-
-
-def _check_size(new: str, old: str | None, limit: int, shown: str) -> None:
-    # Growing past the limit is refused; an over-limit file (hand-edited, or another tool's)
-    # may still be changed as long as the change does not make it larger.
-    if len(new) > limit and (old is None or len(new) > len(old)):
-        raise SkillError(
-            "too_large",
-            f"{shown} would be {len(new):,} chars; the limit is {limit:,}. Move detail into "
-            "references/ files, which are read only when needed.",
-            chars=len(new),
-            limit=limit,
-        )
-
-
-def _require_body(body: str, shown: str) -> None:
-    # A SKILL.md is its instructions; front matter alone is an index line with nothing to
-    # read on demand, and other tools sharing the home refuse to load such a file.
-    if not body.strip():
-        raise SkillError(
-            "invalid",
-            f"{shown} has no instructions after its front matter; give a body (Markdown steps)",
-        )
-
-
-def _skill_usage(folder: Path) -> tuple[int, int]:
-    """(files, bytes) of everything in a skill folder, SKILL.md included."""
-    files = size = 0
-    for dirpath, _dirs, names in os.walk(folder):
-        for name in names:
-            with contextlib.suppress(OSError):
-                size += os.lstat(Path(dirpath) / name).st_size
-                files += 1
-    return files, size
 
 
 class SkillManager:

@@ -170,10 +170,10 @@ class SkillMeta(BaseModel):
     def _description(cls, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             raise ValueError("description must be a non-empty string")
-        value = value.strip()
-        if len(value) > DESCRIPTION_MAX:
-            raise ValueError(f"description is {len(value)} chars; at most {DESCRIPTION_MAX}")
-        return value
+        text: str = value.strip()
+        if len(text) > DESCRIPTION_MAX:
+            raise ValueError(f"description is {len(text)} chars; at most {DESCRIPTION_MAX}")
+        return text
 
     @field_validator("version", mode="before")
     @classmethod
@@ -566,7 +566,7 @@ def find_skill(home: Home, name: str) -> Skill:
     check_name(bare)
     if category:
         check_name(category, "category")
-        candidates = [(home.skills_dir / category / bare, category)]
+        candidates: list[tuple[Path, str | None]] = [(home.skills_dir / category / bare, category)]
     else:
         candidates = [(home.skills_dir / bare, None)]
         candidates += [(folder / bare, folder.name) for folder in _subdirs(home.skills_dir)]

@@ -358,10 +358,10 @@ def main() -> None:
     args = parser.parse_args()
     from engine.db import dispose_engines
     from engine.memory import threats
-    from engine.migrate import openclaw
+    from engine.migrate.openclaw import scan
 
     if args.serial:
-        openclaw.PARALLEL_FROM = sys.maxsize
+        scan.PARALLEL_FROM = sys.maxsize
 
     print(f"load average at start: {os.getloadavg()[0]:.2f}, cores: {os.cpu_count()}")
     scratch = Path(tempfile.mkdtemp(prefix="cairn-migrate-bench-"))
