@@ -272,7 +272,8 @@ def test_approval_fails_when_the_entry_changed(qtbot: QtBot, home: Home) -> None
         memory_md.write_text("Ruff line length is 120", encoding="utf-8")  # edited by hand
         driver.refreshRequested.emit()
         qtbot.waitUntil(lambda: box.model.entries() == ["Ruff line length is 120"], timeout=10_000)
-        assert "no longer applies" in dialog.preview.lines[0][1]
+        # The panel and the dialog are refreshed by separate replies: wait for the dialog's.
+        qtbot.waitUntil(lambda: "no longer applies" in dialog.preview.lines[0][1], timeout=10_000)
 
         qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: len(dialog.outcome_texts()) == 1, timeout=10_000)
