@@ -18,7 +18,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -157,6 +156,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
             mode = target.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
+    import tempfile  # here, not at the top: a command that only reads never needs it
+
     fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:

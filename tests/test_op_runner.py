@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QThread
+from PySide6.QtCore import Qt, QThread
 from pytestqt.qtbot import QtBot
 
 from app import state
@@ -126,13 +126,36 @@ def test_a_staged_write_refreshes_the_queue_views_and_not_the_panel(
     qtbot.waitUntil(lambda: window.setup.isVisible() and settled(window), timeout=15_000)
     counts = count_refreshes(views)
 
+    reported: list[object] = []
+    assert window.watcher is not None
+    window.watcher.filesChanged.connect(reported.append)
     panel = window.memory
     box = panel.boxes["memory"]
     submit(qtbot, panel, box, "Deploys go through CI")
     qtbot.waitUntil(lambda: window.badge.count == 1, timeout=10_000)
-    qtbot.waitUntil(lambda: settled(window), timeout=10_000)
     assert box.result.text().startswith("Staged for approval")
+    (record,) = home.pending_memory_dir.glob("*.json")
+    qtbot.waitUntil(lambda: watcher_saw(window, record) and settled(window), timeout=10_000)
+    assert reported == []  # the staged record's file was the window's own write
     assert counts == Counter({"pending dialog": 1, "pending badge": 1})
+
+    # Approving it from the dialog: the record goes and MEMORY.md changes, one refresh each.
+    window.pending.show()
+    qtbot.waitUntil(lambda: window.pending.model.rowCount() == 1, timeout=10_000)
+    qtbot.mouseClick(window.pending.approve_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.badge.count == 0, timeout=10_000)
+    memory_md = home.memories_dir / "MEMORY.md"
+    qtbot.waitUntil(
+        lambda: (
+            watcher_saw(window, memory_md)
+            and Path(os.path.abspath(record)) not in window.watcher._known  # type: ignore[union-attr]
+            and settled(window)
+        ),
+        timeout=10_000,
+    )
+    assert reported == []
+    assert box.model.entries() == ["Deploys go through CI"]
+    assert counts == Counter({"pending dialog": 2, "pending badge": 2, "memory panel": 1})
 
 
 # -- the runner on its own ---------------------------------------------------------------------

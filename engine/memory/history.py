@@ -27,8 +27,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from engine.db import Base
+from engine.memory.history_file import COMMITTING_ACTIONS
 
-COMMITTING_ACTIONS = ("add", "replace", "remove", "batch", "approved", "undo", "external_edit")
+__all__ = ["COMMITTING_ACTIONS", "History", "MemoryEvent", "MemoryEventRow"]
 
 
 class MemoryEventRow(Base):

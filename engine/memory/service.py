@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.changes import Changes, events
 from engine.config import Config, load_config, update_config
 from engine.config_follow import FollowedConfig
-from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
 from engine.memory.approval import (
@@ -25,7 +24,7 @@ from engine.memory.approval import (
 )
 from engine.memory.entries import Target, parse, percent, prompt_block, prompt_view, usage
 from engine.memory.errors import MemoryToolError
-from engine.memory.history import History, MemoryEvent
+from engine.memory.history_file import LazyHistory
 from engine.memory.operations import (
     ENTRIES_SHOWN_MIN,
     AddOp,
@@ -38,6 +37,9 @@ from engine.memory.operations import (
     shown_entries,
 )
 from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refuse_blocked
+
+if TYPE_CHECKING:
+    from engine.memory.history import History, MemoryEvent
 
 log = logging.getLogger(__name__)
 
@@ -82,19 +84,30 @@ class MemoryService:
         self.home = home
         self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.session_id = session_id
-        self.history_error: str | None = None
-        self.history: History | None = None
-        try:
-            if create_database or home.state_db.exists() or home.own_db.exists():
-                self.history = History(open_engine(home))
-        except Exception as exc:  # memory keeps working without its log; say so in results
-            log.debug("memory history unavailable: %s", exc)
-            self.history, self.history_error = None, str(exc)
-        self.store = MemoryStore(home, self.config, self.history)
+        # Opened on first use (SQLAlchemy, and for a new home the database): reading memory
+        # needs neither. With ``create_database`` off and no database, there is none.
+        self._history: LazyHistory | None = None
+        if create_database or home.state_db.exists() or home.own_db.exists():
+            self._history = LazyHistory(home)
+        self.store = MemoryStore(home, self.config, self._history)
         self.queue = PendingQueue(home.pending_memory_dir, home=home)
         # Told about writes that reached the file (never staged ones), e.g. so an external
         # memory provider can mirror them.
         self.on_committed: list[CommitObserver] = []
+
+    @property
+    def history(self) -> History | None:
+        """The change history, opened now if it was not; None when it is unavailable
+        (:attr:`history_error` says why) or there is no database to keep it in."""
+        return self._history.open() if self._history is not None else None
+
+    @property
+    def history_error(self) -> str | None:
+        """Why the change history is unavailable (opening it first), or None."""
+        if self._history is None:
+            return None
+        self._history.open()
+        return self._history.error
 
     @property
     def config(self) -> Config:
