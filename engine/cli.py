@@ -13,10 +13,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import __version__
 from engine.home import Home, HomeError, resolve_home, resolve_root
+
+if TYPE_CHECKING:
+    from engine.memory.service import MemoryService
 
 
 def _common() -> argparse.ArgumentParser:
@@ -200,10 +203,13 @@ def _expected(exc: BaseException) -> tuple[str, str] | None:
 
     from engine.config import ConfigError
     from engine.db import DatabaseError
+    from engine.errors import CairnError
 
+    if isinstance(exc, CairnError):  # every refusal of a subsystem
+        return exc.code, exc.message
     code = getattr(exc, "code", None)
     message = getattr(exc, "message", None)
-    if isinstance(code, str) and isinstance(message, str):  # every engine error class
+    if isinstance(code, str) and isinstance(message, str):  # a command's own refusal
         return code, message
     if isinstance(exc, ConfigError | HomeError):
         return "config", str(exc)
@@ -338,9 +344,6 @@ def main(argv: Sequence[str] | None = None, open_window: WindowOpener | None = N
     state: dict[str, Any] = {"json": "--json" in argv}
 
     def run() -> int:
-        from engine.config import load_config
-        from engine.memory.service import MemoryService
-
         parser = build_parser(argv)
         args = parser.parse_args(argv)
         for name, default in (("home", None), ("profile", None), ("json", False)):
@@ -355,9 +358,16 @@ def main(argv: Sequence[str] | None = None, open_window: WindowOpener | None = N
         if _reads_only(args) and not home.root.exists():
             return _nothing_stored(args, home)
         reads_only = _reads_only(args)
-        args.service_factory = lambda: MemoryService(
-            home, load_config(home), create_database=not reads_only
-        )
+
+        def service_factory() -> MemoryService:
+            # Imported when a command asks for memory: `cairn --version` or `cairn cron list`
+            # need neither the config models nor the memory service.
+            from engine.config import load_config
+            from engine.memory.service import MemoryService
+
+            return MemoryService(home, load_config(home), create_database=not reads_only)
+
+        args.service_factory = service_factory
         return int(args.handler(args) or 0)
 
     return run_guarded(run, lambda: bool(state["json"]))

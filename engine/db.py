@@ -17,11 +17,16 @@ from sqlalchemy import Engine, String, create_engine, event, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+# Which file is Cairn's and how to read it without SQLAlchemy: in a module of its own, so a
+# command that only reads (``cairn memory show``) never imports SQLAlchemy.
+from engine.db_files import BUSY_TIMEOUT_MS, META_TABLE
+from engine.db_files import DatabaseError as DatabaseError
+from engine.db_files import database_path as database_path
+from engine.db_files import readonly_uri as readonly_uri
 from engine.fsutil import locked
 from engine.home import Home
 
 APP_MARKER = "cairn"
-BUSY_TIMEOUT_MS = 5000
 # The newest Alembic revision in engine/migrations/versions; a test keeps the two in step, so
 # an up-to-date database is recognised without importing Alembic (≈0.4 s) on every start.
 SCHEMA_HEAD = "0006"
@@ -34,47 +39,9 @@ class Base(DeclarativeBase):
 class CairnMeta(Base):
     """Marks a database as Cairn's own: the only kind Cairn creates tables in."""
 
-    __tablename__ = "cairn_meta"
+    __tablename__ = META_TABLE
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(256))
-
-
-class DatabaseError(RuntimeError):
-    pass
-
-
-def readonly_uri(path: Path) -> str:
-    """A ``mode=ro`` URI for ``path``, ``immutable`` too when nobody has the database open.
-
-    A read-only connection to a WAL database otherwise creates ``-wal``/``-shm`` files beside
-    it, which it then cannot remove; with no ``-wal`` present there is nothing to replay.
-    """
-    wal = path.with_name(path.name + "-wal")
-    params = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-    return f"{path.absolute().as_uri()}?{params}"
-
-
-def _tables(path: Path) -> set[str]:
-    try:
-        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"{path} is not a readable SQLite database: {exc}") from exc
-    return {row[0] for row in rows}
-
-
-def database_path(home: Home) -> Path:
-    """The database file Cairn owns in ``home``."""
-    path = home.state_db
-    if not path.exists() or path.stat().st_size == 0:
-        return path
-    tables = _tables(path)
-    if not tables or CairnMeta.__tablename__ in tables:
-        return path
-    return home.own_db
 
 
 def register_functions(dbapi_conn: sqlite3.Connection) -> None:

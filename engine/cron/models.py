@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.cron.schedule import Schedule, parse_schedule
+from engine.errors import CairnError
 
 JOB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 CONTINUITY_CHARS = 2000
@@ -19,13 +20,8 @@ CONTINUITY_OPEN = "<previous_run_reply>"
 CONTINUITY_CLOSE = "</previous_run_reply>"
 
 
-class CronError(Exception):
+class CronError(CairnError):
     """A refused cron operation; ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def validate_job_name(name: str) -> str:

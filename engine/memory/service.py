@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engine.changes import Changes, events
 from engine.config import Config, load_config, update_config
 from engine.config_follow import FollowedConfig
-from engine.db import open_engine
 from engine.home import Home
 from engine.memory import threats
 from engine.memory.approval import (
@@ -24,7 +24,7 @@ from engine.memory.approval import (
 )
 from engine.memory.entries import Target, parse, percent, prompt_block, prompt_view, usage
 from engine.memory.errors import MemoryToolError
-from engine.memory.history import History, MemoryEvent
+from engine.memory.history_file import LazyHistory
 from engine.memory.operations import (
     ENTRIES_SHOWN_MIN,
     AddOp,
@@ -37,6 +37,9 @@ from engine.memory.operations import (
     shown_entries,
 )
 from engine.memory.store import MemoryFile, MemoryStore, Op, WriteOutcome, refuse_blocked
+
+if TYPE_CHECKING:
+    from engine.memory.history import History, MemoryEvent
 
 log = logging.getLogger(__name__)
 
@@ -81,19 +84,30 @@ class MemoryService:
         self.home = home
         self._followed = FollowedConfig(home, config if config is not None else load_config(home))
         self.session_id = session_id
-        self.history_error: str | None = None
-        self.history: History | None = None
-        try:
-            if create_database or home.state_db.exists() or home.own_db.exists():
-                self.history = History(open_engine(home))
-        except Exception as exc:  # memory keeps working without its log; say so in results
-            log.debug("memory history unavailable: %s", exc)
-            self.history, self.history_error = None, str(exc)
-        self.store = MemoryStore(home, self.config, self.history)
+        # Opened on first use (SQLAlchemy, and for a new home the database): reading memory
+        # needs neither. With ``create_database`` off and no database, there is none.
+        self._history: LazyHistory | None = None
+        if create_database or home.state_db.exists() or home.own_db.exists():
+            self._history = LazyHistory(home)
+        self.store = MemoryStore(home, self.config, self._history)
         self.queue = PendingQueue(home.pending_memory_dir, home=home)
         # Told about writes that reached the file (never staged ones), e.g. so an external
         # memory provider can mirror them.
         self.on_committed: list[CommitObserver] = []
+
+    @property
+    def history(self) -> History | None:
+        """The change history, opened now if it was not; None when it is unavailable
+        (:attr:`history_error` says why) or there is no database to keep it in."""
+        return self._history.open() if self._history is not None else None
+
+    @property
+    def history_error(self) -> str | None:
+        """Why the change history is unavailable (opening it first), or None."""
+        if self._history is None:
+            return None
+        self._history.open()
+        return self._history.error
 
     @property
     def config(self) -> Config:
@@ -166,16 +180,31 @@ class MemoryService:
         *,
         origin: Origin = "foreground",
         session_id: str | None = None,
+        precondition: Callable[[list[str]], None] | None = None,
     ) -> dict[str, Any]:
+        """Apply (or, with approval on, stage) ``operations`` on ``target``.
+
+        ``precondition`` is called with the file's current entries under the write's lock,
+        before anything changes; raising a :class:`MemoryToolError` refuses the write (the
+        journey's edit checks that the chunk it shows is still there). Staging skips it: an
+        approval later applies the operations by the entries' exact text.
+        """
         ops = parse_operations(operations)
         session_id = session_id or self.session_id
         if self.config.memory.write_approval:
             return self._stage(target, ops, origin, session_id)
-        outcome = self.store.write(target, ops, origin=origin, session_id=session_id)
-        self._committed(ops, outcome)
+        outcome = self.store.write(
+            target, ops, origin=origin, session_id=session_id, precondition=precondition
+        )
+        self._committed(ops, outcome, origin)
         return self._result(outcome, describe(ops))
 
-    def _committed(self, ops: list[Op], outcome: WriteOutcome) -> None:
+    def _committed(self, ops: list[Op], outcome: WriteOutcome, initiator: str, **more: Any) -> None:
+        if outcome.changed or more:
+            changes = Changes(
+                targets=frozenset({outcome.target.value}) if outcome.changed else frozenset()
+            )
+            events.publish(changes | Changes(**more), initiator)
         if not outcome.changed or not self.on_committed:
             return
         for op in ops:
@@ -209,6 +238,7 @@ class MemoryService:
             session_id,
         )
         self._log(target, "staged", pending_id=record.id, origin=origin, summary=summary)
+        events.publish(Changes(pending=frozenset({"memory"})), origin)
         return {
             "ok": True,
             "status": "staged",
@@ -278,6 +308,7 @@ class MemoryService:
     def set_approval(self, on: bool) -> dict[str, Any]:
         self.config = update_config(self.home, {"memory": {"write_approval": on}})
         self.store.config = self.config
+        events.publish(Changes(config=frozenset({"memory.write_approval"})), "foreground")
         state = "on: writes are staged for review" if on else "off: writes apply at once"
         return {"ok": True, "write_approval": on, "message": f"Write approval is {state}."}
 
@@ -308,6 +339,7 @@ class MemoryService:
         if self.history is not None and self.history.settled(record.id):
             # Applied before, and the file outlived it (a crash between the two steps).
             self.queue.discard(record.id)
+            events.publish(Changes(pending=frozenset({"memory"})), "foreground")
             return {
                 "ok": True,
                 "status": "unchanged",
@@ -340,7 +372,7 @@ class MemoryService:
                 **exc.details,
             ) from exc
         self.queue.discard(record.id)
-        self._committed(ops, outcome)
+        self._committed(ops, outcome, "foreground", pending=frozenset({"memory"}))
         return self._result(
             outcome, f"approved {record.id} ({record.summary})", pending_id=record.id
         )
@@ -354,6 +386,7 @@ class MemoryService:
                     raise
                 # Rejecting is how a user clears a bad record: it goes, nothing is applied.
                 self.queue.discard(pending_id)
+                events.publish(Changes(pending=frozenset({"memory"})), "foreground")
                 return {
                     "ok": True,
                     "status": "rejected",
@@ -361,6 +394,7 @@ class MemoryService:
                     "message": f"Rejected the invalid record {pending_id}; memory is unchanged.",
                 }
             self.queue.discard(record.id)
+        events.publish(Changes(pending=frozenset({"memory"})), "foreground")
         self._log(
             target,
             "rejected",
@@ -455,5 +489,5 @@ class MemoryService:
             precondition=unchanged_since,
             enforce_budget=False,
         )
-        self._committed(ops, outcome)
+        self._committed(ops, outcome, "foreground")
         return self._result(outcome, f"undid #{event.id} ({event.action})", undone=event.id)

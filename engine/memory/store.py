@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.config import Config
 from engine.fsutil import atomic_write_text, decode_utf8, locked, real_target
@@ -21,7 +22,6 @@ from engine.home import Home, HomeError
 from engine.memory import threats
 from engine.memory.entries import Target, is_canonical, parse, render, usage
 from engine.memory.errors import MemoryToolError
-from engine.memory.history import History
 from engine.memory.operations import (
     AddOp,
     RemoveOp,
@@ -30,6 +30,10 @@ from engine.memory.operations import (
     check_budget,
     find_entry,
 )
+
+if TYPE_CHECKING:
+    from engine.memory.history import History
+    from engine.memory.history_file import LazyHistory
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +134,9 @@ def _event_entries(ops: list[Op], before: list[str]) -> tuple[str | None, str | 
 
 
 class MemoryStore:
-    def __init__(self, home: Home, config: Config, history: History | None = None) -> None:
+    def __init__(
+        self, home: Home, config: Config, history: History | LazyHistory | None = None
+    ) -> None:
         self.home = home
         self.config = config
         self.history = history

@@ -12,9 +12,7 @@ import sys
 from typing import Any
 
 from engine.cli_output import emit as _emit
-from engine.config import load_config, update_config
 from engine.home import Home
-from engine.plugins.manager import ProviderLoadError, available_providers, load_provider
 
 
 def register(cmds: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -43,6 +41,8 @@ def _failed(args: argparse.Namespace, message: str) -> int:
 
 
 def _listing(active: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    from engine.plugins.manager import available_providers
+
     rows, lines = [], []
     for info in available_providers().values():
         mark = "*" if info.name == active else " "
@@ -53,6 +53,9 @@ def _listing(active: str | None) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from engine.config import load_config, update_config
+    from engine.plugins.manager import ProviderLoadError, load_provider
+
     home: Home = args.home_path
     config = load_config(home)
     if args.name is None:
@@ -82,6 +85,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from engine.config import load_config
+    from engine.plugins.manager import ProviderLoadError, load_provider
+
     home: Home = args.home_path
     config = load_config(home)
     name = config.memory.provider
@@ -115,6 +121,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_off(args: argparse.Namespace) -> int:
+    from engine.config import load_config, update_config
+
     home: Home = args.home_path
     previous = load_config(home).memory.provider
     update_config(home, {"memory": {"provider": None}})

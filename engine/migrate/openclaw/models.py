@@ -8,10 +8,11 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from engine.errors import CairnError
 from engine.memory.entries import Target
 
 # Where OpenClaw keeps its state, newest name first: it was called Clawdbot, then Moltbot.
@@ -51,18 +52,9 @@ CopyAction = Literal["create", "replace", "unchanged", "kept", "blocked", "skipp
 Progress = Callable[[str, int, int], None]
 
 
-class MigrationError(Exception):
+class MigrationError(CairnError):
     """The migration was refused or stopped; ``code`` is stable, ``message`` says why and
     what to do. Nothing was changed unless the message says otherwise."""
-
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, "message": self.message, **self.details}
 
 
 class MigrationCancelled(MigrationError):
