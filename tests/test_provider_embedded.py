@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pytestqt.qtbot import QtBot
 
 from engine import cli
 from engine.config import Config, MemoryConfig, ModelConfig, load_config, update_config
@@ -231,3 +232,28 @@ def test_a_file_that_is_not_a_model_is_a_config_error(tmp_path: Path) -> None:
     missing = EmbeddedProvider(str(tmp_path / "absent.gguf"))
     with pytest.raises(ProviderError, match="does not exist"):
         missing.check()
+
+
+def test_the_window_on_a_fresh_home_chats_offline_and_offers_a_stronger_model(
+    qtbot: QtBot, home: Home, model: EmbeddedProvider
+) -> None:
+    """What the README's first command opens: a window on a home with no model chosen. The
+    setup panel stays up saying the built-in model answers and is small; a message gets a
+    streamed reply from it, stored in the session list."""
+    from app.main_window import MainWindow
+
+    update_config(home, {"model": {"temperature": 0.0, "max_tokens": 24}})
+    window = MainWindow(home)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.memoryShown, timeout=30_000):
+        window.show()
+    qtbot.waitUntil(lambda: window.setup.isVisible() and window.setup.on_builtin, timeout=10_000)
+    assert "small" in window.setup.explain.text()
+    assert "built-in/SmolLM2" in window.statusBar().currentMessage()
+    window.chat.input.setPlainText("Say hello.")
+    qtbot.keyClick(window.chat.input, "\r")
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=180_000)
+    window.chat.flush()
+    assert window.chat.transcript_text().strip() != "Say hello."
+    qtbot.waitUntil(lambda: window.sessions.model.rowCount() == 1, timeout=10_000)
+    window.close()

@@ -27,6 +27,7 @@ def test_on_the_built_in_model_the_panel_says_it_is_small_and_offers_servers(
     panel.show_servers(
         [{"name": "Ollama", "base_url": "http://127.0.0.1:11434/v1", "models": ["qwen3:8b"]}]
     )
+    assert panel.servers.isVisible()
     panel.use_server_button.click()
     assert chosen == [
         {

@@ -60,6 +60,7 @@ class SetupPanel(QFrame):
 
         self.servers = QListWidget()
         self.servers.setMaximumHeight(96)
+        self.servers.hide()  # until a search found something: an empty list is only noise
         self.servers.itemActivated.connect(self._use_server)
         self.detect_button = QPushButton("Look for servers on this machine")
         self.detect_button.clicked.connect(self._detect)
@@ -130,6 +131,7 @@ class SetupPanel(QFrame):
                 item = QListWidgetItem(label)
                 item.setData(SERVER_ROLE, {"base_url": server["base_url"], "model": model})
                 self.servers.addItem(item)
+        self.servers.setVisible(bool(servers))
         if servers:
             self.status.setText("Pick a model, or enter an endpoint below.")
             self.servers.setCurrentRow(0)
