@@ -383,10 +383,7 @@ class MainWindow(QMainWindow):
     def _show_model(self, changes: ChangeSet) -> None:
         if changes.model is None:
             return
-        configured = bool(changes.model.get("configured"))
-        self.setup.setVisible(not configured)
-        if not configured and changes.model.get("error"):
-            self.setup.show_error(str(changes.model["error"]))
+        self.setup.show_model(changes.model)
         self.chat.set_notifications(str(changes.model.get("notifications", "on")))
         name = changes.model.get("name") or "no model configured"
         self.statusBar().showMessage(f"{self.home.root} · {name}")

@@ -28,8 +28,8 @@ class ChangeSet:
     ``snapshot``: ``{"changes": N, "diff": {target: {"added": [...], "removed": [...]}}}`` —
     how far the files on disk have moved from the running session's frozen prompt.
     ``sessions``: recent session cards (``session_id, title, started_at, parent_session_id …``).
-    ``model``: ``{"configured": bool, "name", "error", "notifications"}`` (the last is
-    ``display.memory_notifications``).
+    ``model``: ``{"configured": bool, "builtin": bool, "name", "error", "notifications"}``
+    (``builtin``: the built-in tiny model answers; the last is ``display.memory_notifications``).
     ``approval``: whether memory writes are staged for approval.
     """
 
@@ -157,6 +157,8 @@ def model_state(worker: EngineWorker) -> ChangeSet:
     return ChangeSet(
         model={
             "configured": name is not None,
+            # Nothing chosen: the built-in tiny model answers (the setup panel says so).
+            "builtin": name is not None and bool(getattr(agent.provider, "builtin", False)),
             "name": name,
             "error": error,
             "notifications": notifications,

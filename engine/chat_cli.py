@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.config import ConfigError, load_config, update_config
+from engine.config import Config, ConfigError, ModelConfig, load_config, update_config
 
 if TYPE_CHECKING:
     from engine.agent import Agent, AgentEvent, TurnResult
@@ -41,13 +41,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     use.add_argument(
         "--provider",
         help="openai (any OpenAI-compatible server; the default with --base-url), embedded "
-        "(llama.cpp in this process, the `embedded` extra) or local",
+        "(the built-in model: llama.cpp in this process), local (llama-cpp-python, the "
+        "optional `local` extra) or none (the built-in model when installed)",
     )
     use.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1")
     use.add_argument("--model", dest="model_name", help="model name as the server knows it")
     use.add_argument("--api-key-env", help="name of the environment variable holding the key")
     use.add_argument("--context-length", type=int, help="tokens; default: asked of the server")
-    use.add_argument("--gguf", help="a GGUF file for the local provider")
+    use.add_argument("--gguf", help="a GGUF file for the embedded or local provider")
     use.set_defaults(handler=_model_set)
     detect = cmds.add_parser("detect", parents=[common], help="find model servers on this machine")
     detect.add_argument("--use", action="store_true", help="configure the first one found")
@@ -348,7 +349,13 @@ def _model_show(args: argparse.Namespace) -> int:
     try:
         provider = make_provider(config)
         payload["name"] = provider.name
-        lines.append(f"model: {provider.name} (provider {model.provider})")
+        if getattr(provider, "builtin", False):
+            lines.append(
+                f"model: {provider.name} (the built-in offline model: none is configured; "
+                "it is small, so memory and skill writes wait for approval)"
+            )
+        else:
+            lines.append(f"model: {provider.name} (provider {model.provider})")
         window = provider.context_length
         source = getattr(provider, "context_source", None) or (
             "config" if model.context_length else "default"
@@ -363,7 +370,15 @@ def _model_show(args: argparse.Namespace) -> int:
         lines.append(f"window: {window:,} tokens ({said})")
     except ProviderError as exc:
         payload.update(ok=False, message=str(exc))
-        lines.append("no model is configured" if model.provider == "none" else str(exc))
+        if model.provider == "none":
+            lines.append("no model is configured")
+            with contextlib.suppress(Exception):
+                from engine import builtin_model as builtin
+
+                if (problem := builtin.missing(model.gguf_path)) is not None:
+                    lines.append(problem)
+        else:
+            lines.append(str(exc))
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, default=str))
     else:
@@ -378,19 +393,13 @@ def _model_set(args: argparse.Namespace) -> int:
         # Checked before anything is written: config.yaml must never hold the key.
         raise ConfigError(refuse_secret_message())
     chosen = (args.provider or "").strip().lower()
-    if chosen == "local":
-        import importlib.util
+    if chosen in ("local", "embedded"):
+        from engine.providers import ProviderError, make_provider
 
-        from engine.providers.local import INSTALL_HINT
-
-        if importlib.util.find_spec("llama_cpp") is None:  # said now, not at the first message
-            raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
-    if chosen == "embedded":
-        from engine.providers import ProviderError
-        from engine.providers.embedded import EmbeddedProvider
-
-        try:  # said now, not at the first message
-            EmbeddedProvider(args.gguf or load_config(args.home_path).model.gguf_path).check()
+        gguf = args.gguf or load_config(args.home_path).model.gguf_path
+        settings = ModelConfig(provider=chosen, gguf_path=gguf, context_length=args.context_length)
+        try:  # a runtime or model file that is missing is said now, not at the first message
+            make_provider(Config(model=settings)).check()  # type: ignore[attr-defined]
         except ProviderError as exc:
             raise ConfigError(str(exc)) from exc
     patch: dict[str, Any] = {}

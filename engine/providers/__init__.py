@@ -118,9 +118,17 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
     settings = settings_for(config, task)
     provider = (settings.provider or "none").strip().lower()
     where = "model" if task == "main" else f"auxiliary.{task} (or model)"
-    if provider in ("", "none"):
-        raise ProviderError("config", f"no model is configured: {_HOW_TO_CONFIGURE}")
-    if provider == "embedded":
+    if provider in ("", "none") and settings.base_url:
+        provider = "openai"  # an address with no provider named is an OpenAI-compatible one
+    if provider in ("", "none", "embedded"):
+        from engine import builtin_model as builtin
+
+        fallback = provider != "embedded"
+        if fallback and (problem := builtin.missing(settings.gguf_path)) is not None:
+            # Nothing configured and the built-in model is not installed either.
+            raise ProviderError(
+                "config", f"no model is configured: {_HOW_TO_CONFIGURE}; or {problem}"
+            )
         from engine.providers.embedded import EmbeddedProvider
 
         return EmbeddedProvider(
@@ -128,6 +136,8 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
             context_length=settings.context_length,
             temperature=settings.temperature,
             timeout=settings.timeout,
+            max_tokens=settings.max_tokens,
+            builtin=fallback,
         )
     if provider == "local":
         from engine.providers.local import LocalProvider
@@ -136,6 +146,7 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
             settings.gguf_path,
             context_length=settings.context_length,
             temperature=settings.temperature,
+            max_tokens=settings.max_tokens or 1024,
         )
     if not settings.model:
         raise ProviderError(
@@ -162,6 +173,7 @@ def make_provider(config: Config, task: Task = "main") -> ChatProvider:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
         temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
     )
 
 

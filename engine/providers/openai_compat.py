@@ -61,6 +61,10 @@ PROBE_BUDGET = 6.0
 CONNECT_TIMEOUT = 10.0
 RETRY_AFTER_CAP = 60.0
 BACKOFF_CAP = 20.0
+# A probe that failed (server down, no such endpoint) is not asked again for this long: the
+# window is read at every prompt rebuild and budget check, and a refused or silent server
+# would otherwise cost a round of requests (up to PROBE_BUDGET) at each read.
+PROBE_RETRY_AFTER = 30.0
 
 _RETRYABLE: frozenset[ErrorKind] = frozenset(
     {"network", "timeout", "rate_limit", "server", "stream_cut"}
@@ -285,15 +289,18 @@ class OpenAICompatProvider:
         max_retries: int = 3,
         temperature: float | None = None,
         backoff: float = 0.5,
+        max_tokens: int | None = None,
     ) -> None:
         """``api_key_env`` only names the key's variable in error messages; ``backoff`` is the
-        first retry's delay in seconds (doubling, with jitter, up to 20 s)."""
+        first retry's delay in seconds (doubling, with jitter, up to 20 s); ``max_tokens``
+        caps every reply (None: the server's limit)."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = max(0, int(max_retries))
         self.temperature = temperature
         self.backoff = backoff
+        self.max_tokens = max_tokens
         self._api_key = api_key
         self._api_key_env = api_key_env
         self._configured_context = context_length
@@ -303,9 +310,15 @@ class OpenAICompatProvider:
         self._context_stale = False
         self._context_found = False
         self._probe_lock = threading.Lock()
-        # None until asked: whether tools must be described in the prompt because the
-        # server's chat template would drop them (see tool_mode).
-        self._prompted_tools: bool | None = None
+        # When the window was last asked without an answer (monotonic), for PROBE_RETRY_AFTER.
+        self._context_failed_at: float | None = None
+        # llama.cpp's /props, asked once (the window and the tool mode both read it) and
+        # again only after the server went away: (answer or None, monotonic time asked).
+        self._props: tuple[Any, float] | None = None
+        self._props_lock = threading.Lock()
+        # Set when the server refused the tools field outright (llama-server without --jinja).
+        self._tools_refused = False
+        self._said_prompted = False
         # Cleared the first time a server refuses the option, so later calls skip the 400.
         self._send_stream_options = True
         self._client = openai.OpenAI(
@@ -341,21 +354,47 @@ class OpenAICompatProvider:
         """``native`` (the server's ``tools`` field) or ``prompted``: the server's chat
         template cannot render tools (llama.cpp says so at ``/props``), so they are described
         in the prompt and the reply is held to a JSON schema instead."""
-        if self._prompted_tools is None:
-            props = None
+        prompted = self._tools_refused or template_drops_tools(self._server_props())
+        if prompted and not self._said_prompted:
+            self._said_prompted = True
+            log.info("%s: the chat template has no tool support; tools go in the prompt", self.name)
+        return "prompted" if prompted else "native"
+
+    def _server_props(self) -> Any:
+        """llama.cpp's ``/props`` answer, or None (not llama.cpp, or not answering).
+
+        Asked once per server start: again only after the server went away (a restart may
+        change its template and window), and a failure not before PROBE_RETRY_AFTER.
+        """
+        with self._props_lock:
+            now = time.monotonic()
+            if self._props is not None:
+                answer, asked = self._props
+                if answer is not None or now - asked < PROBE_RETRY_AFTER:
+                    return answer
+            answer = None
             with contextlib.suppress(Exception):
-                props = http_json(
+                answer = http_json(
                     f"{self.base_url.removesuffix('/v1')}/props",
                     timeout=PROBE_TIMEOUT,
-                    headers={"Authorization": f"Bearer {self._api_key}"} if self._api_key else {},
+                    headers=self._auth_headers(),
                     direct=is_loopback(self.base_url),
                 )
-            self._prompted_tools = template_drops_tools(props)
-            if self._prompted_tools:
-                log.info(
-                    "%s: the chat template has no tool support; tools go in the prompt", self.name
-                )
-        return "prompted" if self._prompted_tools else "native"
+            if not isinstance(answer, Mapping):
+                answer = None
+            self._props = (answer, time.monotonic())
+            return answer
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def _server_changed(self) -> None:
+        """The server went away or refused a request as too long: what it said about itself
+        (window, template) is asked again at the next read."""
+        self._context_stale = True
+        self._context_failed_at = None
+        with self._props_lock:
+            self._props = None
 
     def chat(
         self,
@@ -376,7 +415,7 @@ class OpenAICompatProvider:
             if not tools or exc.partial or "jinja" not in str(exc).lower():
                 raise
             log.info("%s refuses tools without --jinja; tools go in the prompt", self.name)
-            self._prompted_tools = True
+            self._tools_refused = True
             return self._prompted_chat(messages, tools, temperature, on_token, cancel)
 
     def _prompted_chat(
@@ -423,7 +462,10 @@ class OpenAICompatProvider:
         cancel: CancelToken | None,
         extra: dict[str, Any] | None = None,
     ) -> Reply:
-        request: dict[str, Any] = {"model": self.model, "messages": list(messages), **(extra or {})}
+        request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        request.update(extra or {})
         if tools:
             request["tools"] = [_tool_param(tool) for tool in tools]
         chosen = temperature if temperature is not None else self.temperature
@@ -583,7 +625,7 @@ class OpenAICompatProvider:
                         partial=partial,
                     )
                 )
-            self._context_stale = True
+            self._server_changed()
             return _Failed(
                 ProviderError(
                     "network",
@@ -597,7 +639,7 @@ class OpenAICompatProvider:
             retry_after = _retry_after(exc.response.headers)
             kind, advice = self._status_advice(status)
             if status == 400 and "context" in detail.lower():
-                self._context_stale = True  # "exceeds the context size": ask again next time
+                self._server_changed()  # "exceeds the context size": ask again next time
             if "jinja" in detail.lower():
                 kind = "bad_request"  # a server setting, not a passing failure: no retries
             return _Failed(
@@ -656,7 +698,11 @@ class OpenAICompatProvider:
         if self._configured_context:
             return self._configured_context
         with self._probe_lock:
-            if self._probed_context is None or self._context_stale:
+            failed_at = self._context_failed_at
+            recently_failed = (
+                failed_at is not None and time.monotonic() - failed_at < PROBE_RETRY_AFTER
+            )
+            if self._probed_context is None or (self._context_stale and not recently_failed):
                 try:
                     found = self._probe_context()
                 except Exception:  # a property the UI reads must not raise
@@ -665,6 +711,9 @@ class OpenAICompatProvider:
                 if found:
                     self._context_stale = False
                     self._context_found = True
+                    self._context_failed_at = None
+                else:
+                    self._context_failed_at = time.monotonic()
                 # A server still down keeps the window it had, not the 8,192 default.
                 self._probed_context = found or self._probed_context or DEFAULT_CONTEXT_LENGTH
                 log.info("%s: context length %d", self.name, self._probed_context)
@@ -681,7 +730,7 @@ class OpenAICompatProvider:
     def _probe_context(self) -> int | None:
         deadline = time.monotonic() + PROBE_BUDGET
         root = self.base_url.removesuffix("/v1")
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers = self._auth_headers()
         direct = is_loopback(self.base_url)
 
         def fetch(url: str, payload: Any = None) -> Any:
@@ -706,7 +755,7 @@ class OpenAICompatProvider:
             return found
         # llama.cpp: the context the server was started with, which may be below training's.
         found = _first_int(
-            fetch(f"{root}/props"), ("default_generation_settings", "n_ctx"), ("n_ctx",)
+            self._server_props(), ("default_generation_settings", "n_ctx"), ("n_ctx",)
         )
         if found:
             return found

@@ -133,56 +133,105 @@ def tool_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 _REPLY_START = re.compile(r'\s*\{\s*"reply"\s*:\s*"')
-
-
-def _string_prefix(body: str) -> str:
-    """Decode as much of a JSON string body (after its opening quote) as has arrived."""
-    index, end = 0, None
-    # Where a \\uD800-\\uDBFF escape that nothing has followed yet starts: half of a
-    # surrogate pair decodes to garbage, so it waits for its other half.
-    high: int | None = None
-    while index < len(body):
-        char = body[index]
-        if char == '"':
-            end = index
-            break
-        if char != "\\":
-            index, high = index + 1, None
-            continue
-        size = 6 if body[index + 1 : index + 2] == "u" else 2
-        if index + size > len(body):
-            break  # an escape cut off mid-way: wait for the rest
-        is_high = size == 6 and body[index + 2] in "dD" and body[index + 3] in "89abAB"
-        index, high = index + size, (index if is_high else None)
-    if end is None:
-        end = high if high is not None else min(index, len(body))
-    try:
-        # strict=False: the grammar lets raw newlines into strings, which JSON forbids.
-        return str(json.loads(f'"{body[:end]}"', strict=False))
-    except ValueError:
-        return ""
+# The opening is a handful of characters (the grammar allows some whitespace); past this
+# much without it, the reply is a tool call or not JSON at all, and nothing is streamed.
+_START_LIMIT = 256
+_PLAIN = re.compile(r'[^"\\]+')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 class ReplyStream:
-    """Streams the text of ``{"reply": "..."}`` while the JSON is still being generated."""
+    """Streams the text of ``{"reply": "..."}`` while the JSON is still being generated.
+
+    Linear in the length of the reply: each piece is decoded once, from where the last one
+    stopped; an escape cut off between two pieces waits for its rest, and the high half of
+    a ``\\uD83D\\uDE00`` pair waits for its low half (half a pair is not a character).
+    """
 
     def __init__(self) -> None:
-        self.raw = ""
-        self.sent = ""
-        self._body_at: int | None = None
+        self._head = ""  # what came before the reply's text started (or all of it, if never)
+        self._body: str | None = None  # undecoded text of the string, from a cut escape on
+        self._parts: list[str] = []
+        self._high: str | None = None  # a decoded high surrogate waiting for its pair
+        self._closed = False
+
+    @property
+    def sent(self) -> str:
+        """The reply's text streamed so far."""
+        return "".join(self._parts)
 
     def feed(self, piece: str) -> str:
-        self.raw += piece
-        if self._body_at is None:
-            match = _REPLY_START.match(self.raw)
+        if self._closed or not piece:
+            return ""
+        if self._body is None:
+            if len(self._head) > _START_LIMIT:
+                return ""
+            self._head += piece
+            match = _REPLY_START.match(self._head)
             if match is None:
                 return ""
-            self._body_at = match.end()
-        decoded = _string_prefix(self.raw[self._body_at :])
-        if not decoded.startswith(self.sent):
-            return ""
-        new, self.sent = decoded[len(self.sent) :], decoded
+            self._body, self._head = self._head[match.end() :], ""
+        else:
+            self._body += piece
+        new = self._decode()
+        if new:
+            self._parts.append(new)
         return new
+
+    def _decode(self) -> str:
+        body = self._body or ""
+        out: list[str] = []
+        index = 0
+        while index < len(body):
+            plain = _PLAIN.match(body, index)
+            if plain is not None:
+                self._flush_high(out)
+                out.append(plain.group())
+                index = plain.end()
+                continue
+            if body[index] == '"':
+                self._flush_high(out)
+                self._closed = True
+                index = len(body)
+                break
+            # An escape: whole, or wait for the rest of it.
+            kind = body[index + 1 : index + 2]
+            size = 6 if kind == "u" else 2
+            if index + size > len(body):
+                break
+            if kind == "u":
+                try:
+                    code = int(body[index + 2 : index + 6], 16)
+                except ValueError:
+                    self._closed = True  # not JSON: the finished reply is read whole instead
+                    break
+                char = chr(code)
+                if 0xDC00 <= code <= 0xDFFF and self._high is not None:
+                    out.append(
+                        (self._high + char).encode("utf-16", "surrogatepass").decode("utf-16")
+                    )
+                    self._high = None
+                else:
+                    self._flush_high(out)
+                    if 0xD800 <= code <= 0xDBFF:
+                        self._high = char
+                    else:
+                        out.append(char)
+            elif kind in _ESCAPES:
+                self._flush_high(out)
+                out.append(_ESCAPES[kind])
+            else:
+                self._closed = True
+                break
+            index += size
+        self._body = body[index:]
+        return "".join(out)
+
+    def _flush_high(self, out: list[str]) -> None:
+        # A high surrogate followed by anything but its low half stands alone, as JSON has it.
+        if self._high is not None:
+            out.append(self._high)
+            self._high = None
 
 
 def translate_constrained(
