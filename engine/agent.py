@@ -342,9 +342,19 @@ class Agent:
         )
         if self.budget.wants_smaller or (not self.budget.fits and not old.core_only):
             # The frozen prompt no longer fits the smaller window: a shorter form of it is
-            # the only way the conversation can go on (the session keeps its first prompt).
+            # the only way the conversation can go on. A session keeps the prompt its
+            # requests carried, so the shorter one starts a child session (lineage kept,
+            # messages carried over), as compression does; before the first turn there is
+            # no session yet and the prompt is simply rebuilt.
             log.info("window shrank from %d to %d: rebuilding the prompt", old.window, window)
-            self.prompt = self._build_prompt()
+            if self.session is None:
+                self.prompt = self._build_prompt()
+                return
+            failure = self._continue_in_child("window", list(self.messages))
+            if failure is not None:
+                self._emit(Notice("error", f"the shorter prompt could not be started: {failure}"))
+                return
+            self._emit(SessionStarted(self.session_id, self.parent_session_id, "window"))
             return
         self._announce_window(self.budget)
 
@@ -744,35 +754,10 @@ class Agent:
         if not outcome.compressed:
             self._emit(Notice("compression", outcome.note or "nothing to compress yet"))
             return False
-        old_id, child_id = self.session_id, uuid.uuid4().hex
-        # Everything the child needs is written before anything is switched, so a failure
-        # here leaves the running session exactly as it was.
-        before, budget_before = self.memory_at_start, self.budget
-        try:
-            prompt = self._build_prompt()  # rebuilt: memory written this session now shows
-            child = self.store.create_session(
-                session_id=child_id,
-                source=self.source,
-                title=self.session.title,
-                model=self.session.model,
-                system_prompt=prompt.text,
-                parent_session_id=old_id,
-            )
-            self.store.append(child_id, [_stored(m) for m in outcome.messages])
-        except Exception as exc:
-            self.memory_at_start, self.budget = before, budget_before
-            log.exception("could not start the compressed session")
-            with contextlib.suppress(Exception):
-                self.store.delete_session(child_id)
-            self._emit(Notice("compression", f"compression failed, session unchanged: {exc}"))
+        failure = self._continue_in_child("compression", outcome.messages)
+        if failure is not None:
+            self._emit(Notice("compression", f"compression failed, session unchanged: {failure}"))
             return False
-        self.store.end_session(old_id, "compression")
-        if self.external_memory is not None:
-            self.external_memory.session_ended(self.messages)
-        self.session_id, self.parent_session_id = child_id, old_id
-        self.memory.session_id = child_id
-        self.search_tool.current_session_id = child_id
-        self.session, self.prompt, self.messages = child, prompt, list(outcome.messages)
         how = (
             " (fallback summary: the summariser's answer was unusable)" if outcome.fallback else ""
         )
@@ -783,5 +768,42 @@ class Agent:
                 outcome.summary,
             )
         )
-        self._emit(SessionStarted(self.session_id, old_id, "compression"))
+        self._emit(SessionStarted(self.session_id, self.parent_session_id, "compression"))
         return True
+
+    def _continue_in_child(self, reason: str, messages: list[dict[str, Any]]) -> Exception | None:
+        """End this session with ``reason`` and go on in a child that holds ``messages`` under
+        a prompt built now (memory written this session shows in it): a session's stored
+        prompt is the one its requests carried, so a new prompt means a new session.
+
+        Everything the child needs is written before anything is switched: on failure
+        (returned, not raised) the running session is exactly as it was.
+        """
+        assert self.session is not None
+        old_id, child_id = self.session_id, uuid.uuid4().hex
+        before, budget_before = self.memory_at_start, self.budget
+        try:
+            prompt = self._build_prompt()
+            child = self.store.create_session(
+                session_id=child_id,
+                source=self.source,
+                title=self.session.title,
+                model=self.session.model,
+                system_prompt=prompt.text,
+                parent_session_id=old_id,
+            )
+            self.store.append(child_id, [_stored(m) for m in messages])
+        except Exception as exc:
+            self.memory_at_start, self.budget = before, budget_before
+            log.exception("could not start the child session (%s)", reason)
+            with contextlib.suppress(Exception):
+                self.store.delete_session(child_id)
+            return exc
+        self.store.end_session(old_id, reason)
+        if self.external_memory is not None:
+            self.external_memory.session_ended(self.messages)
+        self.session_id, self.parent_session_id = child_id, old_id
+        self.memory.session_id = child_id
+        self.search_tool.current_session_id = child_id
+        self.session, self.prompt, self.messages = child, prompt, list(messages)
+        return None

@@ -98,7 +98,7 @@ class _Printer:
             quiet = event.kind in ("memory", "compression")
             if event.detail and (not quiet or self.notifications == "verbose"):
                 self._line(event.detail)
-        elif isinstance(event, SessionStarted) and event.reason == "compression":
+        elif isinstance(event, SessionStarted) and event.reason in ("compression", "window"):
             self._line(f"  (continuing in session {event.session_id[:8]})")
 
     def _line(self, text: str, stream: TextIO | None = None) -> None:

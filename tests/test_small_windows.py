@@ -180,6 +180,55 @@ def test_the_window_is_asked_again_after_the_server_restarts(
     agent.close()
 
 
+def test_a_window_that_shrinks_mid_session_continues_in_a_child_session(
+    home: Home, servers: list[ScriptedServer]
+) -> None:
+    """When a server came back with a window too small for the session's prompt, the
+    shorter prompt replaced it in place: the stored session kept the prompt it started with
+    while its later requests carried another one, rebuilt from memory as it was on disk by
+    then (a write of this session, a terminal's edit). The shorter prompt now starts a child
+    session with lineage; the first session's stored prompt is what its requests carried."""
+    first = serve(8192)
+    servers.append(first)
+    point_at(home, first)
+    first.add(reply("hello from the big window"))
+    events = Recorder()
+    agent = Agent(home, source="test", listener=events, cwd=home.root, background_review=False)
+    assert agent.send("hi").error is None
+    first_id, first_prompt = agent.session_id, agent.prompt.text
+    assert first.chat_requests()[-1]["messages"][0]["content"] == first_prompt
+    # Written from a terminal while the session runs: the frozen prompt must not show it.
+    memories = home.memories_dir
+    memories.mkdir(parents=True, exist_ok=True)
+    (memories / "MEMORY.md").write_text("The deploy key rotates on Fridays", encoding="utf-8")
+    port = first.port
+    first.stop()
+    servers.remove(first)
+    assert agent.send("are you there?").error_kind == "network"
+    second = serve(1024, port=port)
+    servers.append(second)
+    second.add(reply("hello from the small window"))
+    result = agent.send("and now?")
+    assert result.error is None and result.reply == "hello from the small window"
+    assert agent.prompt.text != first_prompt, "the 1,024-token window needs the compact prompt"
+    assert_every_request_fits(second, 1024)
+
+    store = SessionStore.open(home)
+    old = store.get_session(first_id)
+    assert old is not None and old.end_reason == "window"
+    assert old.system_prompt == first_prompt and "deploy key" not in old.system_prompt
+    assert agent.session_id != first_id and agent.parent_session_id == first_id
+    child = store.get_session(agent.session_id)
+    assert child is not None and child.parent_session_id == first_id
+    assert child.system_prompt == agent.prompt.text
+    assert second.chat_requests()[-1]["messages"][0]["content"] == child.system_prompt
+    carried = [m.content for m in store.messages(agent.session_id)]
+    assert "hi" in carried and "hello from the big window" in carried and "and now?" in carried
+    started = [e for e in events.events if isinstance(e, SessionStarted)]
+    assert started[-1].reason == "window" and started[-1].parent_session_id == first_id
+    agent.close()
+
+
 def test_the_terminal_says_continuing_once_and_keeps_the_outline_out(
     home: Home,
     servers: list[ScriptedServer],
