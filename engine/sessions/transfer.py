@@ -9,7 +9,8 @@ Optional session fields: ``parent_session_id``, ``model``, ``platform``, ``syste
 (a time without a zone is UTC) or unix seconds; fields not listed here are ignored.
 
 Import streams: lines are read one at a time and written in batches, each batch one
-transaction of bulk inserts (the FTS triggers index every message as it goes in). A malformed
+transaction of bulk inserts, whose messages are indexed together at the end of the batch
+rather than by a trigger per row (bulk.py); a batch is committed whole or not at all. A malformed
 line is reported with its number and the rest of the file is still imported. A session whose id
 is already stored is skipped, so importing the same file twice adds nothing. A child whose
 parent comes later in the file is linked once the whole file is in.
@@ -33,6 +34,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 
 from engine import fsutil
 from engine.sessions import maintenance
+from engine.sessions.bulk import deferred_indexing
 from engine.sessions.store import SessionStore, messages_t, sessions_t, storable
 
 DEFAULT_BATCH_SIZE = 500
@@ -272,7 +274,8 @@ class _Importer:
         if session_rows:
             conn.execute(insert(sessions_t), session_rows)
         if message_rows:
-            conn.execute(insert(messages_t), message_rows)
+            with deferred_indexing(conn):
+                conn.execute(insert(messages_t), message_rows)
         return (len(session_rows), len(message_rows), skipped), late
 
     def link_late_parents(self) -> None:
