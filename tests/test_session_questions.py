@@ -185,6 +185,22 @@ def test_a_name_counts_per_session_not_per_message(store: SessionStore) -> None:
     assert found[0] == "dana-bake" and found.index("finn-bake") < found.index("dana-chat")
 
 
+def test_a_message_said_by_the_person_asked_about_ranks_above_one_said_to_them(
+    store: SessionStore,
+) -> None:
+    """Both turns hold the name and the topic; the one the named person said ("Cleo: …") is
+    the match, though the other is newer and shorter."""
+    ids = _chat(
+        store,
+        "show",
+        1,
+        "Cleo: I painted a lighthouse at dusk for the art show.",
+        "Mel: Cleo, I painted a fox for the art show.",
+    )
+    card = _ask(store, "What did Cleo paint for the art show?")["results"][0]
+    assert card["match_message_id"] == ids[0]
+
+
 def test_the_match_is_the_best_message_not_the_first(store: SessionStore) -> None:
     ids = _chat(
         store,
