@@ -282,6 +282,15 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
     )
 
 
+def _command(store: SessionStore, table: str, command: str) -> None:
+    """One FTS5 command ('rebuild', 'optimize') on ``table``, in a transaction of its own."""
+
+    def work(conn: Connection) -> None:
+        conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('{command}')")
+
+    store._write(work)
+
+
 def reindex(
     store: SessionStore, progress: Callable[[int, int], None] | None = None
 ) -> ReindexReport:
@@ -292,11 +301,7 @@ def reindex(
     started = time.perf_counter()
     steps = len(FTS_TABLES) + 2
     for done, table in enumerate(FTS_TABLES, start=1):
-        store._write(
-            lambda conn, table=table: conn.exec_driver_sql(
-                f"INSERT INTO {table}({table}) VALUES ('rebuild')"
-            )
-        )
+        _command(store, table, "rebuild")
         if progress is not None:
             progress(done, steps)
 
@@ -337,17 +342,15 @@ def optimize(store: SessionStore) -> None:
     if store.engine.dialect.name != "sqlite":
         return
     for table in FTS_TABLES:
-        store._write(
-            lambda conn, table=table: conn.exec_driver_sql(
-                f"INSERT INTO {table}({table}) VALUES ('optimize')"
-            )
-        )
+        _command(store, table, "optimize")
     # The merged indexes are rewritten into the WAL; until it is folded back into the
     # database file, every read goes through a WAL index as large as the indexes themselves.
     # Outside any transaction: an open one on this connection would hold the WAL in place.
     raw = store.engine.raw_connection()
     try:
-        raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        driver = raw.driver_connection
+        assert driver is not None  # a pooled SQLite connection always has one
+        driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         raw.close()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -137,7 +138,7 @@ def _before(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
 
 def _from(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
     """Up to ``n`` messages from id ``at`` on."""
-    return conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all()
+    return list(conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all())
 
 
 _CARD_FIELDS = {
@@ -194,12 +195,13 @@ class SessionSearch:
         self.store = store
 
     def __call__(self, mode: Mode = "discover", **kwargs: Any) -> dict[str, Any]:
-        handler = {
+        handlers: dict[str, Callable[..., dict[str, Any]]] = {
             "discover": self.discover,
             "scroll": self.scroll,
             "read": self.read,
             "browse": self.browse,
-        }.get(mode)
+        }
+        handler = handlers.get(mode)
         if handler is None:
             raise SearchError(f"unknown mode {mode!r}: use discover, scroll, read or browse")
         return handler(**kwargs)

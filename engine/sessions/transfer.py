@@ -338,7 +338,11 @@ def import_sessions(
     for number, raw in enumerate(lines, start=1):
         report.lines_read = number
         if number == 1:
-            raw = raw.removeprefix(b"\xef\xbb\xbf" if isinstance(raw, bytes) else "\ufeff")
+            raw = (
+                raw.removeprefix(b"\xef\xbb\xbf")
+                if isinstance(raw, bytes)
+                else raw.removeprefix("\ufeff")
+            )
         if not raw.strip():
             continue  # blank lines are allowed, as in most JSONL writers' output
         try:
