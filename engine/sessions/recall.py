@@ -132,6 +132,8 @@ def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
 
 
 class Recall:
+    rows_sql = _ROWS  # the candidates' text, context and whether they ask
+
     def __init__(self, fts: SqliteFullText) -> None:
         self.fts = fts
         self.conn = fts.conn
@@ -323,11 +325,15 @@ class Recall:
             for k, form in names:
                 # The name's own walk already saw some of its messages: no seek for those.
                 known = any(low <= i <= high for i in said[k])
-                if known or self._first(_HOLDS_IN_RANGE, (form.match(), low, high)):
+                if known or self._said_in(form, r.hit.session_id, low, high):
                     score += NAME_IN_SESSION * idf[k]
             out.append((score, r))
         out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
         return out
+
+    def _said_in(self, form: _Form, session_id: str, low: int, high: int) -> bool:
+        """Whether the session (its messages are the ids ``low``..``high``) has ``form``."""
+        return self._first(_HOLDS_IN_RANGE, (form.match(), low, high))
 
     # -- scoring on the text ---------------------------------------------------------------
 
@@ -342,7 +348,9 @@ class Recall:
     ) -> list[_Scored]:
         if not ids:
             return []
-        rows = self.conn.execute(text(_ROWS.format(", ".join(str(int(i)) for i in ids)))).all()
+        rows = self.conn.execute(
+            text(self.rows_sql.format(", ".join(str(int(i)) for i in ids)))
+        ).all()
         weights = question.weights
         patterns = [
             _Patterns.of(c.term.words if c.single else (), form)
