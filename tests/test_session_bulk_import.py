@@ -27,7 +27,7 @@ from engine.sessions.transfer import import_sessions
 WORDS = ["lantern", "harbour", "copper", "violin", "meadow", "orbit", "saffron", "glacier"]
 
 
-def _sessions(count: int, seed: int = 3) -> Iterator[str]:
+def _sessions(count: int, seed: int = 3, prefix: str = "s") -> Iterator[str]:
     """Conversations with short replies (indexed with the turn before), empty tool-call turns,
     accents, CJK, identifiers and a word that only session ``i`` has (``marker{i}x``)."""
     rng = random.Random(seed)
@@ -54,7 +54,12 @@ def _sessions(count: int, seed: int = 3) -> Iterator[str]:
                 }
             )
         yield json.dumps(
-            {"id": f"s{i}", "source": "cli", "started_at": 1.7e9 + i * 100, "messages": turns},
+            {
+                "id": f"{prefix}{i}",
+                "source": "cli",
+                "started_at": 1.7e9 + i * 100,
+                "messages": turns,
+            },
             ensure_ascii=False,
         )
 
@@ -217,3 +222,40 @@ def test_sigkill_mid_import_leaves_every_committed_batch_indexed(
     assert rest.sessions_imported == 2000 - len(stored)
     assert maintenance.check(store).ok
     assert bulk.INSERT_TRIGGERS  # the module under test was the one used
+
+
+def _automerge(store: SessionStore) -> set[object]:
+    with store.engine.connect() as conn:
+        return {
+            conn.execute(
+                text(f"SELECT v FROM {table}_config WHERE k = 'automerge'")
+            ).scalar_one_or_none()
+            for table in maintenance.FTS_TABLES
+        }
+
+
+def test_a_large_import_merges_less_while_it_runs_and_as_usual_after(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transfer, "OPTIMIZE_AFTER", 100)  # "large" for a test
+    store = SessionStore.open(home, Config())
+    during: list[set[object]] = []
+    import_sessions(
+        store, _sessions(80), batch_size=10, progress=lambda *_: during.append(_automerge(store))
+    )
+    assert {maintenance.BULK_AUTOMERGE} in during  # raised once past the threshold
+    assert _automerge(store) == {maintenance.AUTOMERGE}
+    assert maintenance.check(store).ok
+
+    def failing() -> Iterator[str]:
+        yield from _sessions(60, seed=9, prefix="t")
+        raise OSError("the disk went away")
+
+    during.clear()
+    with pytest.raises(OSError):
+        import_sessions(
+            store, failing(), batch_size=10, progress=lambda *_: during.append(_automerge(store))
+        )
+    assert {maintenance.BULK_AUTOMERGE} in during
+    assert _automerge(store) == {maintenance.AUTOMERGE}  # put back, though nothing was merged
+    assert maintenance.check(store).ok

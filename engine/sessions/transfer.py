@@ -335,32 +335,42 @@ def import_sessions(
     importer = _Importer(store, report)
     batch: list[tuple[int, SessionIn]] = []
     batch_messages = 0
-    for number, raw in enumerate(lines, start=1):
-        report.lines_read = number
-        if number == 1:
-            raw = (
-                raw.removeprefix(b"\xef\xbb\xbf")
-                if isinstance(raw, bytes)
-                else raw.removeprefix("\ufeff")
-            )
-        if not raw.strip():
-            continue  # blank lines are allowed, as in most JSONL writers' output
-        try:
-            session = SessionIn.model_validate_json(raw)
-        except ValidationError as exc:
-            importer.error(number, describe(exc))
-            continue
-        batch.append((number, session))
-        batch_messages += len(session.messages)
-        if len(batch) >= batch_size or batch_messages >= MAX_BATCH_MESSAGES:
-            importer.flush(batch)
-            batch, batch_messages = [], 0
-            if progress is not None:
-                progress(number, report.messages_imported)
-    importer.flush(batch)
-    importer.link_late_parents()
-    if report.messages_imported >= OPTIMIZE_AFTER:
-        maintenance.optimize(store)
+    merging_less = False
+    try:
+        for number, raw in enumerate(lines, start=1):
+            report.lines_read = number
+            if number == 1:
+                raw = (
+                    raw.removeprefix(b"\xef\xbb\xbf")
+                    if isinstance(raw, bytes)
+                    else raw.removeprefix("\ufeff")
+                )
+            if not raw.strip():
+                continue  # blank lines are allowed, as in most JSONL writers' output
+            try:
+                session = SessionIn.model_validate_json(raw)
+            except ValidationError as exc:
+                importer.error(number, describe(exc))
+                continue
+            batch.append((number, session))
+            batch_messages += len(session.messages)
+            if len(batch) >= batch_size or batch_messages >= MAX_BATCH_MESSAGES:
+                importer.flush(batch)
+                batch, batch_messages = [], 0
+                if not merging_less and report.messages_imported >= OPTIMIZE_AFTER:
+                    # Large enough to be merged whole at the end: merge less along the way.
+                    maintenance.set_automerge(store, maintenance.BULK_AUTOMERGE)
+                    merging_less = True
+                if progress is not None:
+                    progress(number, report.messages_imported)
+        importer.flush(batch)
+        importer.link_late_parents()
+        if report.messages_imported >= OPTIMIZE_AFTER:
+            maintenance.optimize(store)  # which also merges as usual again
+            merging_less = False
+    finally:
+        if merging_less:  # stopped by an error: merge as usual, unmerged
+            maintenance.set_automerge(store, maintenance.AUTOMERGE)
     if progress is not None:
         progress(report.lines_read, report.messages_imported)
     report.seconds = time.perf_counter() - started
