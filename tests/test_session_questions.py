@@ -174,6 +174,29 @@ def test_a_short_reply_is_found_through_the_turn_it_answers(store: SessionStore)
     assert result["results"][0]["match_message_id"] == ids[1]
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_both_backends_find_a_reply_through_its_question_and_prefer_the_speaker(
+    home: Home, backend: str
+) -> None:
+    """PostgreSQL has no reply-context column: the short reply after a match is a candidate,
+    scored with the turn it answers, as on SQLite; and the named speaker's turn comes first."""
+    store = open_store(backend, home)
+    ids = _chat(
+        store,
+        "art",
+        1,
+        "Mel: So what did you end up painting for the art show?",
+        "Cleo: A lighthouse in a storm. Took me three weekends!",
+        "Mel: I'd love to see it.",
+    )
+    _chat(store, "museum", 2, "Mel: The art museum has a new show, we should go.")
+    _chat(store, "hello", 3, "Cleo: Hi Mel!", "Cleo: See you at lunch.", "Cleo: Busy week.")
+    result = _ask(store, "What did Cleo paint for the art show?")
+    assert result["matched_as"] == "question"
+    assert result["results"][0]["session_id"] == "art"
+    assert result["results"][0]["match_message_id"] == ids[1]
+
+
 def test_a_name_counts_per_session_not_per_message(store: SessionStore) -> None:
     """Every turn of a speaker holds their name: a message that only has the name does not
     beat one about the topic, and of two sessions about the topic the one where the named
@@ -183,6 +206,22 @@ def test_a_name_counts_per_session_not_per_message(store: SessionStore) -> None:
     _chat(store, "finn-bake", 3, "Finn: I baked sourdough bread today.", "Gus: Nice!")
     found = _sessions(_ask(store, "What bread did Dana's friend bake?"))
     assert found[0] == "dana-bake" and found.index("finn-bake") < found.index("dana-chat")
+
+
+def test_a_message_said_by_the_person_asked_about_ranks_above_one_said_to_them(
+    store: SessionStore,
+) -> None:
+    """Both turns hold the name and the topic; the one the named person said ("Cleo: …") is
+    the match, though the other is newer and shorter."""
+    ids = _chat(
+        store,
+        "show",
+        1,
+        "Cleo: I painted a lighthouse at dusk for the art show.",
+        "Mel: Cleo, I painted a fox for the art show.",
+    )
+    card = _ask(store, "What did Cleo paint for the art show?")["results"][0]
+    assert card["match_message_id"] == ids[0]
 
 
 def test_the_match_is_the_best_message_not_the_first(store: SessionStore) -> None:

@@ -206,3 +206,25 @@ def test_the_window_offers_the_import_and_the_slash_command_runs_it(
         timeout=10_000,
     )
     window.close()
+
+
+def test_search_reads_the_other_database_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint and the not-yet-imported matches come from one read of their database (one
+    copy of it while the other program has it open), not one read for each."""
+    home = hermes_home(tmp_path / "home")
+    reads: list[Path] = []
+    real = hermes._reading
+
+    def counted(path: Path):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(hermes, "_reading", counted)
+    code, found = run(capsys, home, "sessions", "search", "Kestrel")
+    assert code == 0 and found["hermes_results"] and "--from-hermes" in found["hint"]
+    assert reads == [home.state_db]
+    reads.clear()
+    code, listed = run(capsys, home, "sessions", "search", "--mode", "browse")
+    assert code == 0 and "--from-hermes" in listed["hint"] and len(reads) == 1

@@ -653,14 +653,14 @@ class OpenAICompatProvider:
         if isinstance(exc, openai.APIError):
             # An error object inside the stream (OpenRouter reports upstream failures so).
             body = exc.body if isinstance(exc.body, Mapping) else {}
-            status = _int_or_none(body.get("code") or body.get("status"))
+            stream_status = _int_or_none(body.get("code") or body.get("status"))
             detail = _server_message(exc.body, exc.message)
-            kind, advice = self._status_advice(status if status is not None else 500)
+            kind, advice = self._status_advice(stream_status if stream_status is not None else 500)
             return _Failed(
                 ProviderError(
                     kind,
                     f"{where} reported an error mid-reply: {detail}; {advice}",
-                    status=status,
+                    status=stream_status,
                     partial=partial,
                 )
             )

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -278,7 +278,7 @@ class _Progress:
             sys.stderr.write("\n")
             sys.stderr.flush()
 
-    def count(self, lines: IO[bytes]) -> Iterator[bytes]:
+    def count(self, lines: Iterable[bytes]) -> Iterator[bytes]:
         for line in lines:
             self.done_bytes += len(line)
             yield line
@@ -424,11 +424,16 @@ def cmd_search(args: argparse.Namespace) -> int:
             kwargs.update(anchor_id=args.anchor, direction=args.direction, window=args.window)
     result = SessionSearch(store)(args.mode, **kwargs)
     text = _search_text(result)
-    hint = _hermes_hint(args, store) if args.mode in ("discover", "browse") else None
+    hint: str | None = None
+    foreign: list[dict[str, Any]] = []
+    if args.mode == "discover":
+        # The hint and the matches of the other program's database in one read of it.
+        hint, foreign = hermes.search(args.home_path, store, args.query or "")
+    elif args.mode == "browse":
+        hint = _hermes_hint(args, store)
     if hint:
         result["hint"] = hint
         if args.mode == "discover":
-            foreign = hermes.search(args.home_path, store, args.query or "")
             result["hermes_results"] = foreign
             text += "".join(
                 f"\n  {f['session_id'][:8]}  (Hermes Agent, not imported)  "

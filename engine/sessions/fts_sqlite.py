@@ -286,7 +286,9 @@ class SqliteFullText:
         # transaction, so that every read of one search sees the same snapshot.
         if not self.conn.in_transaction():
             self.conn.begin()
-        cursor = self.conn.connection.driver_connection.cursor()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None  # an open SQLAlchemy connection always has one
+        cursor = driver.cursor()
         try:
             return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
         finally:

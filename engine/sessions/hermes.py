@@ -163,27 +163,35 @@ def export_lines(path: Path) -> Iterator[str]:
             yield json.dumps(session, ensure_ascii=False)
 
 
+def _foreign_ids(conn: sqlite3.Connection) -> list[str] | None:
+    """The session ids of an open database that is another program's store, else None."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    if CairnMeta.__tablename__ in tables or not {"sessions", "messages"} <= tables:
+        return None
+    return [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
+
+
+def _candidate(home: Home) -> Path | None:
+    path = home.state_db
+    return path if path.is_file() and path.stat().st_size > 0 else None
+
+
 def missing(home: Home, store: SessionStore) -> int:
     """How many of the other program's sessions Cairn's store does not hold (0 when the home
     has no such database, or it cannot be read: this only feeds a hint)."""
-    path = home.state_db
-    if not path.is_file() or path.stat().st_size == 0:
+    path = _candidate(home)
+    if path is None:
         return 0
     try:
         # One read (one copy while the other program has it open): its kind, then its ids.
         with _reading(path) as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-            if CairnMeta.__tablename__ in tables or not {"sessions", "messages"} <= tables:
-                return 0
-            ids = [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
-        return len(ids) - len(store.has_sessions(ids))
+            ids = _foreign_ids(conn)
+        return 0 if ids is None else len(ids) - len(store.has_sessions(ids))
     except (HermesError, SQLAlchemyError):
         return 0
 
 
-def hint(home: Home, store: SessionStore) -> str | None:
-    """One line for a user whose shared home holds sessions Cairn has not copied."""
-    count = missing(home, store)
+def _hint(count: int) -> str | None:
     if count <= 0:
         return None
     return (
@@ -191,6 +199,11 @@ def hint(home: Home, store: SessionStore) -> str | None:
         f"{'are' if count != 1 else 'is'} not in Cairn's store; {IMPORT_HINT} (their database "
         "is only read)"
     )
+
+
+def hint(home: Home, store: SessionStore) -> str | None:
+    """One line for a user whose shared home holds sessions Cairn has not copied."""
+    return _hint(missing(home, store))
 
 
 def import_from(
@@ -210,21 +223,26 @@ FOREIGN_RESULTS = 5
 _WORD = re.compile(r"\w[\w.-]*", re.UNICODE)
 
 
-def search(home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RESULTS) -> list[dict]:
-    """Messages of the other program's sessions that Cairn has not copied, holding every word
-    of ``query`` (case-insensitive), newest first; read-only, for a hint beside Cairn's own
-    results until the user imports them. Empty when there is no such database."""
-    path = hermes_db(home)
+def search(
+    home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RESULTS
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The hint (as :func:`hint`) and the messages of the other program's sessions that Cairn
+    has not copied holding every word of ``query`` (case-insensitive), newest first: read-only,
+    beside Cairn's own results until the user imports them. One read of that database (one
+    copy while the other program has it open) for both. (None, []) when there is no such
+    database or nothing is missing."""
+    path = _candidate(home)
+    if path is None:
+        return None, []
     words = [w.lower() for w in _WORD.findall(query)][:8]
-    if path is None or not words:
-        return []
     try:
         with _reading(path) as conn:
-            ids = [str(r[0]) for r in conn.execute("SELECT id FROM sessions")]
-            try:
-                copied = store.has_sessions(ids)
-            except SQLAlchemyError:
-                return []
+            ids = _foreign_ids(conn)
+            if ids is None:
+                return None, []
+            copied = store.has_sessions(ids)
+            if len(copied) == len(ids) or not words:
+                return _hint(len(ids) - len(copied)), []
             order = "m.timestamp DESC" if "timestamp" in _columns(conn, "messages") else "m.id DESC"
             where = " AND ".join("lower(m.content) LIKE ? ESCAPE '\\'" for _ in words)
             params = [f"%{_escape_like(w)}%" for w in words]
@@ -233,9 +251,9 @@ def search(home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RES
                 f"WHERE {where} ORDER BY {order} LIMIT ?",
                 [*params, (limit + len(copied)) * 4],
             ).fetchall()
-    except HermesError:
-        return []
-    found: list[dict] = []
+    except (HermesError, SQLAlchemyError):
+        return None, []
+    found: list[dict[str, Any]] = []
     for session_id, message_id, role, content in rows:
         if str(session_id) in copied or any(f["session_id"] == str(session_id) for f in found):
             continue
@@ -249,7 +267,7 @@ def search(home: Home, store: SessionStore, query: str, limit: int = FOREIGN_RES
         )
         if len(found) == limit:
             break
-    return found
+    return _hint(len(ids) - len(copied)), found
 
 
 def _escape_like(word: str) -> str:

@@ -282,6 +282,15 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
     )
 
 
+def _command(store: SessionStore, table: str, command: str) -> None:
+    """One FTS5 command ('rebuild', 'optimize') on ``table``, in a transaction of its own."""
+
+    def work(conn: Connection) -> None:
+        conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('{command}')")
+
+    store._write(work)
+
+
 def reindex(
     store: SessionStore, progress: Callable[[int, int], None] | None = None
 ) -> ReindexReport:
@@ -291,12 +300,9 @@ def reindex(
     """
     started = time.perf_counter()
     steps = len(FTS_TABLES) + 2
+    set_automerge(store, AUTOMERGE)  # in case an import was killed while it was raised
     for done, table in enumerate(FTS_TABLES, start=1):
-        store._write(
-            lambda conn, table=table: conn.exec_driver_sql(
-                f"INSERT INTO {table}({table}) VALUES ('rebuild')"
-            )
-        )
+        _command(store, table, "rebuild")
         if progress is not None:
             progress(done, steps)
 
@@ -328,26 +334,52 @@ def reindex(
     )
 
 
+# FTS5 merges a level's segments once it has this many (its default); a large import raises it
+# to BULK_AUTOMERGE while it runs, since it merges everything at the end anyway.
+AUTOMERGE, BULK_AUTOMERGE = 4, 16
+
+
+def set_automerge(store: SessionStore, segments: int) -> None:
+    """How many segments of a level FTS5 lets gather before merging them (SQLite only).
+
+    Every merge rewrites what it merges: during a large import, whose indexes are merged into
+    one segment each at the end (:func:`optimize`), merging 16 at a time instead of 4 saves
+    about a fifth of the import's time. The setting is stored in each index's ``_config``
+    table; an import killed before it ends leaves 16, which changes no result (queries read a
+    few more segments) and is put back by the next large import or by ``reindex``.
+    """
+    if store.engine.dialect.name != "sqlite":
+        return
+
+    def work(conn: Connection) -> None:
+        for table in FTS_TABLES:
+            conn.exec_driver_sql(
+                f"INSERT INTO {table}({table}, rank) VALUES ('automerge', {int(segments)})"
+            )
+
+    store._write(work)
+
+
 def optimize(store: SessionStore) -> None:
-    """Merge each full-text index into a single segment (SQLite only).
+    """Merge each full-text index into a single segment (SQLite only), merging as usual again
+    from then on.
 
     Bulk imports leave many segments behind, and every query reads each one; merged, the
     common-term and phrase queries of a large history read one b-tree per term instead.
     """
     if store.engine.dialect.name != "sqlite":
         return
+    set_automerge(store, AUTOMERGE)
     for table in FTS_TABLES:
-        store._write(
-            lambda conn, table=table: conn.exec_driver_sql(
-                f"INSERT INTO {table}({table}) VALUES ('optimize')"
-            )
-        )
+        _command(store, table, "optimize")
     # The merged indexes are rewritten into the WAL; until it is folded back into the
     # database file, every read goes through a WAL index as large as the indexes themselves.
     # Outside any transaction: an open one on this connection would hold the WAL in place.
     raw = store.engine.raw_connection()
     try:
-        raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        driver = raw.driver_connection
+        assert driver is not None  # a pooled SQLite connection always has one
+        driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         raw.close()
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
@@ -24,12 +24,11 @@ from sqlalchemy import Connection, TextClause, bindparam, text
 
 from engine.sessions.fts import full_text_for
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit
-from engine.sessions.query import Query, Term, parse_query
-from engine.sessions.question import Concept, Question, read_question
+from engine.sessions.query import Query, parse_query
+from engine.sessions.question import Question, read_question
 from engine.sessions.snippet import snippet
 from engine.sessions.store import SessionInfo, SessionStore
 from engine.sessions.when import anchor_time
-from engine.sessions.words import stem
 
 Mode = Literal["discover", "scroll", "read", "browse"]
 
@@ -138,7 +137,7 @@ def _before(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
 
 def _from(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
     """Up to ``n`` messages from id ``at`` on."""
-    return conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all()
+    return list(conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all())
 
 
 _CARD_FIELDS = {
@@ -175,32 +174,18 @@ def _day(moment: float | None) -> str | None:
 _NEWEST_SQL = text("SELECT timestamp FROM messages ORDER BY id DESC LIMIT 1")
 
 
-def _stem_prefix(concept: Concept) -> Term:
-    """A concept as a prefix of its stem, for an index without stems; as typed when the stem
-    is short (run*: runway) or the word is a name or a number."""
-    term = concept.term
-    if not concept.single or concept.weight != 1.0 or not term.words[0].isalpha():
-        return term
-    word = term.words[0]
-    root = stem(word)
-    if root.endswith("i") and word[len(root) - 1 : len(root)] == "y":
-        root = root[:-1]  # Porter ends "policy" as "polici": polic* finds both
-    if len(root) < 4 or root == word:
-        return term
-    return Term(words=(root,), raw=root, prefix=True)
-
-
 class SessionSearch:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
     def __call__(self, mode: Mode = "discover", **kwargs: Any) -> dict[str, Any]:
-        handler = {
+        handlers: dict[str, Callable[..., dict[str, Any]]] = {
             "discover": self.discover,
             "scroll": self.scroll,
             "read": self.read,
             "browse": self.browse,
-        }.get(mode)
+        }
+        handler = handlers.get(mode)
         if handler is None:
             raise SearchError(f"unknown mode {mode!r}: use discover, scroll, read or browse")
         return handler(**kwargs)
@@ -322,31 +307,19 @@ class SessionSearch:
     def _answers(
         self, conn: Connection, fts: FullText, question: Question, filters: Filters, limit: int
     ) -> list[tuple[Hit, int | None, Form]]:
-        """A question's best conversations: ranked on stems, context and whole sessions on
-        SQLite (recall.py); on PostgreSQL, its concepts through the word forms, the date span
-        first."""
+        """A question's best conversations, ranked on their text, reply context and whole
+        sessions (recall.py; on PostgreSQL recall_postgres.py), the date span first."""
         if conn.dialect.name == "sqlite":
             from engine.sessions.fts_sqlite import SqliteFullText
             from engine.sessions.recall import Recall
 
             assert isinstance(fts, SqliteFullText)
             return [(r.hit, r.second, "any") for r in Recall(fts).rank(question, filters, limit)]
-        rounds = [filters]
-        if question.span is not None:
-            rounds.insert(0, replace(filters, since=question.span.since, until=question.span.until))
-        # No stemmed index there: a word's stem as a prefix finds most of its inflections
-        # ("adopted", "adoption": adopt*).
-        query = Query(tuple(_stem_prefix(c) for c in question.concepts))
-        out: list[tuple[Hit, int | None, Form]] = []
-        for round_filters in rounds:
-            seen = {hit.root_session_id for hit, _, _ in out}
-            for hit, second, form in self._candidates(
-                fts, query, round_filters, limit, "relevance"
-            ):
-                if hit.root_session_id not in seen and len(out) < limit:
-                    seen.add(hit.root_session_id)
-                    out.append((hit, second, form))
-        return out
+        from engine.sessions.recall_postgres import PostgresRecall
+
+        return [
+            (r.hit, r.second, "any") for r in PostgresRecall(conn).rank(question, filters, limit)
+        ]
 
     @staticmethod
     def _candidates(

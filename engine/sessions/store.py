@@ -11,10 +11,10 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, Table, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from engine.config import Config, load_config
@@ -27,8 +27,10 @@ ID_CHUNK = 500  # ids per IN (...) look-up, well under SQLite's parameter limit
 ROLES = ("system", "user", "assistant", "tool")
 WRITE_ATTEMPTS = 6
 
-sessions_t = SessionRow.__table__
-messages_t = MessageRow.__table__
+# Tables, as SQLAlchemy's insert/update/delete want them typed (``__table__`` is declared as a
+# FromClause).
+sessions_t = cast(Table, SessionRow.__table__)
+messages_t = cast(Table, MessageRow.__table__)
 
 
 class SessionStoreError(RuntimeError):
@@ -136,11 +138,12 @@ class SessionStore:
         def work(conn: Connection) -> SessionInfo:
             root = sid
             if parent_session_id is not None:
-                root = conn.scalar(
+                parent_root = conn.scalar(
                     select(sessions_t.c.root_session_id).where(sessions_t.c.id == parent_session_id)
                 )
-                if root is None:
+                if parent_root is None:
                     raise SessionStoreError(f"parent session {parent_session_id!r} not found")
+                root = str(parent_root)
             values = {
                 "id": sid,
                 "source": source,
@@ -201,7 +204,9 @@ class SessionStore:
                     token_count=message.token_count,
                 )
             )
-            ids.append(int(result.inserted_primary_key[0]))
+            key = result.inserted_primary_key
+            assert key is not None  # a single-row INSERT always has one
+            ids.append(int(key[0]))
         return ids
 
     def end_session(self, session_id: str, reason: str, ended_at: float | None = None) -> None:

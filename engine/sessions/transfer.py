@@ -9,7 +9,8 @@ Optional session fields: ``parent_session_id``, ``model``, ``platform``, ``syste
 (a time without a zone is UTC) or unix seconds; fields not listed here are ignored.
 
 Import streams: lines are read one at a time and written in batches, each batch one
-transaction of bulk inserts (the FTS triggers index every message as it goes in). A malformed
+transaction of bulk inserts, whose messages are indexed together at the end of the batch
+rather than by a trigger per row (bulk.py); a batch is committed whole or not at all. A malformed
 line is reported with its number and the rest of the file is still imported. A session whose id
 is already stored is skipped, so importing the same file twice adds nothing. A child whose
 parent comes later in the file is linked once the whole file is in.
@@ -33,6 +34,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 
 from engine import fsutil
 from engine.sessions import maintenance
+from engine.sessions.bulk import deferred_indexing
 from engine.sessions.store import SessionStore, messages_t, sessions_t, storable
 
 DEFAULT_BATCH_SIZE = 500
@@ -272,7 +274,8 @@ class _Importer:
         if session_rows:
             conn.execute(insert(sessions_t), session_rows)
         if message_rows:
-            conn.execute(insert(messages_t), message_rows)
+            with deferred_indexing(conn):
+                conn.execute(insert(messages_t), message_rows)
         return (len(session_rows), len(message_rows), skipped), late
 
     def link_late_parents(self) -> None:
@@ -332,28 +335,42 @@ def import_sessions(
     importer = _Importer(store, report)
     batch: list[tuple[int, SessionIn]] = []
     batch_messages = 0
-    for number, raw in enumerate(lines, start=1):
-        report.lines_read = number
-        if number == 1:
-            raw = raw.removeprefix(b"\xef\xbb\xbf" if isinstance(raw, bytes) else "\ufeff")
-        if not raw.strip():
-            continue  # blank lines are allowed, as in most JSONL writers' output
-        try:
-            session = SessionIn.model_validate_json(raw)
-        except ValidationError as exc:
-            importer.error(number, describe(exc))
-            continue
-        batch.append((number, session))
-        batch_messages += len(session.messages)
-        if len(batch) >= batch_size or batch_messages >= MAX_BATCH_MESSAGES:
-            importer.flush(batch)
-            batch, batch_messages = [], 0
-            if progress is not None:
-                progress(number, report.messages_imported)
-    importer.flush(batch)
-    importer.link_late_parents()
-    if report.messages_imported >= OPTIMIZE_AFTER:
-        maintenance.optimize(store)
+    merging_less = False
+    try:
+        for number, raw in enumerate(lines, start=1):
+            report.lines_read = number
+            if number == 1:
+                raw = (
+                    raw.removeprefix(b"\xef\xbb\xbf")
+                    if isinstance(raw, bytes)
+                    else raw.removeprefix("\ufeff")
+                )
+            if not raw.strip():
+                continue  # blank lines are allowed, as in most JSONL writers' output
+            try:
+                session = SessionIn.model_validate_json(raw)
+            except ValidationError as exc:
+                importer.error(number, describe(exc))
+                continue
+            batch.append((number, session))
+            batch_messages += len(session.messages)
+            if len(batch) >= batch_size or batch_messages >= MAX_BATCH_MESSAGES:
+                importer.flush(batch)
+                batch, batch_messages = [], 0
+                if not merging_less and report.messages_imported >= OPTIMIZE_AFTER:
+                    # Large enough to be merged whole at the end: merge less along the way.
+                    maintenance.set_automerge(store, maintenance.BULK_AUTOMERGE)
+                    merging_less = True
+                if progress is not None:
+                    progress(number, report.messages_imported)
+        importer.flush(batch)
+        importer.link_late_parents()
+        if report.messages_imported >= OPTIMIZE_AFTER:
+            maintenance.optimize(store)  # which also merges as usual again
+            merging_less = False
+    finally:
+        if merging_less:  # stopped by an error: merge as usual, unmerged
+            maintenance.set_automerge(store, maintenance.AUTOMERGE)
     if progress is not None:
         progress(report.lines_read, report.messages_imported)
     report.seconds = time.perf_counter() - started

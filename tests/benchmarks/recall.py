@@ -797,6 +797,75 @@ FRESH_TEMPLATES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+# Written before the second round of tuning and never looked at during it (no misses are
+# printed for it), asked of an archive of a third seed: the way an agent might put things.
+NEW_SEED = 53
+NEW_TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "pet": [
+        ("single", "Has {s} adopted an animal?"),
+        ("single", "what's the name of {s}'s new {animal}"),
+        ("inference", "Is {s} an animal lover?"),
+    ],
+    "instrument": [
+        ("single", "Which instrument is {s} learning to play?"),
+        ("inference", "Is {s} musical?"),
+    ],
+    "painting": [
+        ("single", "What artwork did {s} show at the exhibition?"),
+        ("single", "How many weekends did {s} spend on the painting?"),
+    ],
+    "job": [
+        ("single", "Where does {s} work now?"),
+        ("single", "{s} interviewed for a position: how did it go?"),
+    ],
+    "race": [
+        ("single", "What was {s}'s finishing time in the race?"),
+        ("inference", "Has {s} ever run a race?"),
+    ],
+    "allergy": [
+        ("single", "Any food allergies I should know about for {s}?"),
+        ("single", "What can't {s} eat?"),
+    ],
+    "book": [
+        ("single", "Which book kept {s} up all night?"),
+        ("single", "Has {s} read anything good lately?"),
+    ],
+    "car": [
+        ("single", "What did {s} buy recently?"),
+        ("single", "price of the car {s} bought"),
+    ],
+    "garden": [
+        ("single", "What crops is {s} growing?"),
+        ("inference", "Does {s} like gardening?"),
+    ],
+    "volunteer": [
+        ("single", "What charity work does {s} do?"),
+        ("inference", "Does {s} give time to good causes?"),
+    ],
+    "move": [
+        ("single", "Where is {s} relocating?"),
+        ("single", "Is {s} moving house?"),
+    ],
+    "trip": [
+        ("multi", "Summarise {s}'s family road trips"),
+        ("multi", "which destinations did {s} drive to"),
+        ("temporal", "In {month} {year}, where did {s} travel by car?"),
+        ("temporal", "{s}'s trip {ago}: where to?"),
+    ],
+    "bake": [
+        ("multi", "What has {s} baked so far?"),
+        ("multi", "Has {s} made any desserts for the people next door?"),
+        ("temporal", "What was {s} baking in {month} {year}?"),
+        ("temporal", "{ago}, what did {s} bake?"),
+    ],
+    "concert": [
+        ("multi", "Which performers has {s} seen?"),
+        ("multi", "What shows did {s} go to?"),
+        ("temporal", "What music did {s} see live in {month} {year}?"),
+        ("temporal", "Who was {s} watching perform {ago}?"),
+    ],
+}
+
 
 def _ago(when: datetime, newest: datetime) -> str:
     """A span counted back from the newest session, as people say it."""
@@ -1032,7 +1101,12 @@ def run(
         print(f"  loaded in {time.perf_counter() - started:.1f} s")
         try:
             for batch in batches:
-                qs = fresh_questions(archive) if batch == "fresh" else questions(archive, batch)
+                if batch == "fresh":
+                    qs = fresh_questions(archive)
+                elif batch == "new":
+                    qs = fresh_questions(archive, NEW_TEMPLATES, "new")
+                else:
+                    qs = questions(archive, batch)
                 by_kind = evaluate(archive, qs, cairn, baseline, misses)
                 results[batch] = report(f"{batch} ({len(qs)} questions)", by_kind)
         finally:
@@ -1040,8 +1114,12 @@ def run(
     return results
 
 
-def fresh_questions(archive: Archive) -> list[Question]:
-    """Questions from templates written after tuning (see FRESH_TEMPLATES)."""
+def fresh_questions(
+    archive: Archive,
+    templates: dict[str, list[tuple[str, str]]] = FRESH_TEMPLATES,
+    batch: str = "fresh",
+) -> list[Question]:
+    """Questions from templates written after tuning (FRESH_TEMPLATES, NEW_TEMPLATES)."""
     newest = max(s.when for s in archive.sessions)
     pair_of = {s.key: s.pair for s in archive.sessions}
     out: list[Question] = []
@@ -1053,28 +1131,28 @@ def fresh_questions(archive: Archive) -> list[Question]:
             recurring[pair_of[key], speaker, ep.fact].append((key, start, ep, when))
             continue
         evidence = [(key, start + i) for i in ep.evidence]
-        for kind, template in FRESH_TEMPLATES[ep.fact]:
+        for kind, template in templates[ep.fact]:
             filled = template.format(**ep.slots, s=speaker)
-            out.append(Question("fresh", kind, filled, evidence, ep.fact))
+            out.append(Question(batch, kind, filled, evidence, ep.fact))
     for (_pair, speaker, fact), found in sorted(recurring.items()):
         every = [(key, start + i) for key, start, ep, _ in found for i in ep.evidence]
-        for kind, template in FRESH_TEMPLATES[fact]:
+        for kind, template in templates[fact]:
             if kind == "multi":
-                out.append(Question("fresh", kind, template.format(s=speaker), every, fact))
+                out.append(Question(batch, kind, template.format(s=speaker), every, fact))
                 continue
             for key, start, ep, when in found:
                 one = [(key, start + i) for i in ep.evidence]
                 filled = template.format(
                     s=speaker, month=MONTHS[when.month - 1], year=when.year, ago=_ago(when, newest)
                 )
-                out.append(Question("fresh", kind, filled, one, fact))
+                out.append(Question(batch, kind, filled, one, fact))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--batch", default="all", help="tuning, held-out, fresh or all")
+    parser.add_argument("--batch", default="all", help="tuning, held-out, fresh, new or all")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
         "--postgres", default=None, help="URL of a PostgreSQL database to EMPTY and search in"
@@ -1083,10 +1161,11 @@ def main(argv: list[str] | None = None) -> int:
     print("load average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.batch == "all":
         run(args.seed, ["tuning", "held-out"], args.misses, args.postgres)
-        if FRESH_TEMPLATES:
-            run(FRESH_SEED, ["fresh"], args.misses, args.postgres)
+        run(FRESH_SEED, ["fresh"], args.misses, args.postgres)
+        run(NEW_SEED, ["new"], args.misses, args.postgres)
     else:
-        seed = FRESH_SEED if args.batch == "fresh" and args.seed == SEED else args.seed
+        seeds = {"fresh": FRESH_SEED, "new": NEW_SEED}
+        seed = seeds.get(args.batch, args.seed) if args.seed == SEED else args.seed
         run(seed, [args.batch], args.misses, args.postgres)
     return 0
 

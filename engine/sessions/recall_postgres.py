@@ -1,0 +1,203 @@
+"""Ranking a question on PostgreSQL with the features of recall.py: the same text scoring
+(typed form above other forms, reply context, proximity, the speaker of ``Name: text``, a
+message that only asks below its answer) and the same ranking of whole conversations.
+
+What differs is where the candidates come from. PostgreSQL has no stemmed index: each concept
+is looked up in the ``search`` tsvector as the prefix of its stem (``adopt:*`` for "adoption"),
+its newest matches first with a share of the budget, as on SQLite. And no column of reply
+context: the short message right after each match (the reply to it) is a candidate too, and
+its context, the message before it, is read with the candidates' text, so "A sunset over the
+lake." is still found through the question it answers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import replace
+
+from sqlalchemy import Connection, text
+
+from engine.sessions.fts_postgres import CONFIG
+from engine.sessions.fulltext import Filters
+from engine.sessions.question import Concept, Question
+from engine.sessions.recall import (
+    FEW,
+    NAMED,
+    PRE_MIN,
+    PRE_PER_RESULT,
+    SCAN_CHARS,
+    B,
+    Ranked,
+    Recall,
+    _conversations,
+    _Form,
+)
+from engine.sessions.words import stem
+
+BUDGET, FILTERED_BUDGET = 1000, 500
+SHORT_REPLY, CONTEXT_CHARS = 200, 300  # as on SQLite (migration 0006)
+_ROWS = (
+    f"SELECT m.id, m.session_id, s.root_session_id, substr(m.content, 1, {SCAN_CHARS}) AS head, "
+    f"length(m.content) > {SCAN_CHARS} AS cut, right(rtrim(m.content), 1) = '?' AS asks, "
+    f"CASE WHEN length(m.content) <= {SHORT_REPLY} THEN (SELECT substr(p.content, 1, "
+    f"{CONTEXT_CHARS}) FROM messages AS p WHERE p.session_id = m.session_id AND p.id < m.id "
+    "AND p.content != '' ORDER BY p.id DESC LIMIT 1) END AS context "
+    "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id WHERE m.id IN ({})"
+)
+
+
+def _lexeme(word: str, exact: bool) -> str:
+    """A word for to_tsquery: the prefix of its stem when it has inflections worth finding."""
+    if not word.isalnum():
+        return ""
+    if exact or not word.isalpha():
+        return word
+    root = stem(word)
+    if root.endswith("i") and word[len(root) - 1 : len(root)] == "y":
+        root = root[:-1]  # Porter ends "policy" as "polici": polic* finds both
+    return word if len(root) < 4 or root == word else root + ":*"
+
+
+def _tsquery(concept: Concept) -> str:
+    words = concept.term.words
+    exact = concept.weight != 1.0  # names and numbers as typed
+    parts = [_lexeme(w, exact) for w in words]
+    parts = [p for p in parts if p]
+    return " <-> ".join(parts)
+
+
+class PostgresRecall(Recall):
+    rows_sql = _ROWS
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def _forms(self, question: Question) -> list[_Form]:
+        forms = []
+        for c in question.concepts:
+            form = _Form()
+            if c.single:
+                form.words.add(c.term.words[0])
+            elif all(w.isalpha() for w in c.term.words) and len(c.term.words) <= 3:
+                form.phrases.append(c.term.words)
+            forms.append(form)
+        return forms
+
+    def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
+        forms = self._forms(question)
+        queries = [_tsquery(c) for c in question.concepts]
+        out: list[Ranked] = []
+        seen: set[str] = set()
+        rounds = [filters]
+        if question.span is not None:
+            since = max(filters.since or -math.inf, question.span.since)
+            until = min(filters.until or math.inf, question.span.until)
+            rounds = [replace(filters, since=since, until=until), filters]
+        for round_filters in rounds:
+            for ranked in self._pg_round(question, forms, queries, round_filters, limit):
+                if ranked.hit.root_session_id not in seen:
+                    seen.add(ranked.hit.root_session_id)
+                    out.append(ranked)
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+    def _matches(
+        self, tsquery: str, filters: Filters, share: int
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """A concept's newest ``share`` matches (id, lexemes), and the short reply right after
+        each of them (id, lexemes), which is about what it answers."""
+        where, params = filters.sql()
+        params.update(q=tsquery, share=share)
+        rows = self.conn.execute(
+            text(
+                "WITH c AS (SELECT m.id, m.session_id, length(m.search) AS n FROM messages AS m "
+                "JOIN sessions AS s ON s.id = m.session_id "
+                f"WHERE m.search @@ to_tsquery('{CONFIG}', :q){where} "
+                "ORDER BY m.id DESC LIMIT :share) "
+                "SELECT c.id, c.n, r.id AS reply, r.n AS reply_n FROM c LEFT JOIN LATERAL ("
+                "SELECT x.id, length(x.search) AS n, x.content FROM messages AS x "
+                "WHERE x.session_id = c.session_id AND x.id > c.id ORDER BY x.id LIMIT 1) AS r "
+                f"ON length(r.content) <= {SHORT_REPLY} ORDER BY c.id DESC"
+            ),
+            params,
+        ).all()
+        direct = [(int(r.id), int(r.n)) for r in rows]
+        replies = [(int(r.reply), int(r.reply_n)) for r in rows if r.reply is not None]
+        return direct, replies
+
+    def _pg_round(
+        self,
+        question: Question,
+        forms: list[_Form],
+        queries: list[str],
+        filters: Filters,
+        limit: int,
+    ) -> list[Ranked]:
+        budget = FILTERED_BUDGET if filters.sql()[0] else BUDGET
+        share = max(FEW, budget // max(1, sum(1 for q in queries if q)))
+        found = [self._matches(q, filters, share) if q else ([], []) for q in queries]
+        if not any(direct for direct, _ in found):
+            return []
+        low, high = self.conn.execute(text("SELECT min(id), max(id) FROM messages")).one()
+        total = max(1, int(high or 0) - int(low or 0) + 1)
+        idf = []
+        for direct, _ in found:
+            if len(direct) < share:
+                df = float(len(direct))
+            else:
+                df = min(total, len(direct) * total / max(1, int(high) - direct[-1][0] + 1))
+            idf.append(math.log(1 + (total - df + 0.5) / (df + 0.5)))
+        holds: dict[int, set[int]] = defaultdict(set)
+        lengths: dict[int, int] = {}
+        replied: set[int] = set()
+        for k, (direct, replies) in enumerate(found):
+            for i, n in direct:
+                holds[i].add(k)
+                lengths[i] = n
+            for i, n in replies:
+                lengths.setdefault(i, n)
+                replied.add(i)
+        for i in replied:
+            holds.setdefault(i, set())
+        weights = question.weights
+        average = max(1.0, sum(lengths.values()) / len(lengths))
+        worth = [idf[k] * weights[k] for k in range(len(idf))]
+        flat, per_token = 1 - B, B / average
+        # A reply's own words are not known yet: it stands in with the words of what it answers,
+        # at half their worth, until its text is scored.
+        answered: dict[int, float] = defaultdict(float)
+        for k, (_, replies) in enumerate(found):
+            for i, _n in replies:
+                answered[i] += 0.5 * worth[k]
+        scores = [
+            (
+                (sum(worth[k] for k in held) + answered.get(i, 0.0))
+                / (flat + per_token * lengths[i]),
+                i,
+            )
+            for i, held in holds.items()
+        ]
+        pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
+        scored = self._rescore(question, forms, pre, holds, idf, lengths)
+        names = [k for k, c in enumerate(question.concepts) if c.name]
+        ranked = _conversations(scored, idf, weights, names)
+        if names:
+            said = {k: {i for i, _ in found[k][0]} for k in names}
+            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
+        return [r for _, r in ranked[:limit]]
+
+    def _said_in(self, form: _Form, session_id: str, low: int, high: int) -> bool:
+        word = next(iter(form.words), "")
+        if not word.isalnum():
+            return False
+        row = self.conn.execute(
+            text(
+                "SELECT 1 FROM messages WHERE session_id = :sid AND id BETWEEN :low AND :high "
+                f"AND search @@ to_tsquery('{CONFIG}', :q) LIMIT 1"
+            ),
+            {"sid": session_id, "low": low, "high": high, "q": word},
+        ).first()
+        return row is not None
