@@ -24,8 +24,10 @@ from typing import Any
 from PySide6.QtCore import (
     QByteArray,
     QEvent,
+    QMimeData,
     QModelIndex,
     QPersistentModelIndex,
+    QPoint,
     QRectF,
     QSize,
     Qt,
@@ -35,7 +37,9 @@ from PySide6.QtCore import (
     Slot,
 )
 from PySide6.QtGui import (
+    QAction,
     QColor,
+    QContextMenuEvent,
     QDesktopServices,
     QFont,
     QIcon,
@@ -54,19 +58,23 @@ from PySide6.QtGui import (
 )
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
     QTextBrowser,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.models.transcript_model import ChatItem, Kind, TranscriptModel
 from app.views.markdown import (
+    CODE_BLOCK,
     Colors,
     StreamSplitter,
     code_block_format,
@@ -74,6 +82,7 @@ from app.views.markdown import (
     collapse_around,
     collapse_block,
     to_document,
+    to_html,
     wrap_code_runs,
 )
 
@@ -252,7 +261,14 @@ class _Stream:
 
 
 class TranscriptView(QTextBrowser):
-    """A read-only rendering of a :class:`TranscriptModel`, one frame per visible row."""
+    """A read-only rendering of a :class:`TranscriptModel`, one frame per visible row.
+
+    Its context menu copies the message or the code block under the pointer and offers
+    ``regenerateRequested`` / ``editLastRequested`` on the last reply and the last message;
+    the pane decides whether they apply (:attr:`can_resend`)."""
+
+    regenerateRequested = Signal()
+    editLastRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -277,6 +293,17 @@ class TranscriptView(QTextBrowser):
         bar.rangeChanged.connect(self._on_range)
         bar.valueChanged.connect(self._on_scrolled)
         self.renders = 0  # fills done; lets tests check that history is not re-rendered
+        self.can_resend = False  # set by the pane: live, idle, with a message to resend
+        # Shown while the user has scrolled up: one click back to the newest text.
+        self.jump_button = QToolButton(self)
+        self.jump_button.setToolTip("Scroll to the newest message (Ctrl+End)")
+        self.jump_button.setAccessibleName("Scroll to bottom")
+        self.jump_button.setAutoRaise(False)
+        self.jump_button.setIconSize(QSize(18, 18))
+        self.jump_button.setCursor(Qt.CursorShape.ArrowCursor)
+        self.jump_button.clicked.connect(self.scroll_to_bottom)
+        self.jump_button.hide()
+        self._draw_jump_icon()
 
     # -- model -----------------------------------------------------------------------------
 
@@ -404,12 +431,13 @@ class TranscriptView(QTextBrowser):
             return
         item = self._model.item(row)
         colors = self._colors
-        if item.kind is Kind.ASSISTANT and (item.streaming or item.uid in self._streams):
+        if item.kind is Kind.ASSISTANT:
+            # Finished replies too, read back from a stored session or rebuilt for a new
+            # palette: cut into the pieces a stream would have, so a reloaded reply is drawn
+            # exactly as it was live (spacing around tables and code boxes included).
             self._render_stream(item, frame)
             return
-        if item.kind is Kind.ASSISTANT:
-            doc = assistant_document(item.text, colors, cancelled=item.cancelled)
-        elif item.kind is Kind.TOOL:
+        if item.kind is Kind.TOOL:
             doc = tool_document(item, colors)
         elif item.kind is Kind.NOTICE:
             doc = notice_document(item, colors, self._notifications)
@@ -511,18 +539,153 @@ class TranscriptView(QTextBrowser):
     def _on_range(self, _minimum: int, maximum: int) -> None:
         if self._stick:
             self.verticalScrollBar().setValue(maximum)
+        self._update_jump()
 
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._stick = value >= bar.maximum() - 8
+        self._update_jump()
+
+    @Slot()
+    def scroll_to_bottom(self) -> None:
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+        self._update_jump()
+
+    def _update_jump(self) -> None:
+        self.jump_button.setVisible(not self._stick)
+        if not self._stick:
+            self._place_jump()
+
+    def _place_jump(self) -> None:
+        viewport = self.viewport().geometry()
+        size = self.jump_button.sizeHint()
+        self.jump_button.resize(size)
+        self.jump_button.move(
+            viewport.right() - size.width() - 14, viewport.bottom() - size.height() - 10
+        )
+        self.jump_button.raise_()
+
+    def _draw_jump_icon(self) -> None:
+        self.jump_button.setIcon(
+            themed_icon("down", self.palette().color(self.jump_button.foregroundRole()))
+        )
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._place_jump()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        if event.key() == Qt.Key.Key_End and ctrl:
+            self.scroll_to_bottom()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange):
+            self._draw_jump_icon()
             colors = Colors.from_palette(self.palette())
             if colors != self._colors:
                 self._colors = colors
                 self.rebuild()
+
+    # -- copying ---------------------------------------------------------------------------
+
+    def row_at(self, position: int) -> int | None:
+        """The model row whose frame holds document ``position``."""
+        for row, frame in enumerate(self._frames):
+            if frame is not None and frame.firstPosition() <= position <= frame.lastPosition():
+                return row
+        return None
+
+    def code_at(self, position: int) -> str | None:
+        """The whole code block at document ``position`` (its lines joined by newlines)."""
+        block = self.document().findBlock(position)
+        if not block.blockFormat().boolProperty(CODE_BLOCK):
+            return None
+        first = last = block
+        while first.previous().isValid() and first.previous().blockFormat().boolProperty(
+            CODE_BLOCK
+        ):
+            first = first.previous()
+        while last.next().isValid() and last.next().blockFormat().boolProperty(CODE_BLOCK):
+            last = last.next()
+        lines = []
+        block = first
+        while block.isValid():
+            lines.append(block.text())
+            if block == last:
+                break
+            block = block.next()
+        return "\n".join(lines)
+
+    def copy_message(self, row: int) -> None:
+        """Row ``row`` to the clipboard: a reply as its markdown (and as rich text), anything
+        else as the text shown."""
+        if self._model is None or not 0 <= row < self._model.rowCount():
+            return
+        item = self._model.item(row)
+        mime = QMimeData()
+        if item.kind is Kind.ASSISTANT:
+            mime.setText(item.text)
+            mime.setHtml(to_html(item.text, self._colors))
+        elif item.kind is Kind.TOOL:
+            mime.setText(
+                f"{item.line()}\n\narguments:\n{pretty(item.arguments)}\n\nresult:\n"
+                f"{pretty(item.result)}"
+            )
+        else:
+            mime.setText(item.line())
+        QApplication.clipboard().setMimeData(mime)
+
+    @staticmethod
+    def copy_text(text: str) -> None:
+        QApplication.clipboard().setText(text)
+
+    def _last_row_of(self, kind: Kind) -> int | None:
+        if self._model is None:
+            return None
+        rows = [r for r in range(self._model.rowCount()) if self._model.item(r).kind is kind]
+        return rows[-1] if rows else None
+
+    def context_menu_at(self, point: QPoint) -> QMenu:
+        """The menu for a right-click at viewport ``point`` (built, not shown: tests read it)."""
+        scrolled = QPoint(self.horizontalScrollBar().value(), self.verticalScrollBar().value())
+        menu = self.createStandardContextMenu(point + scrolled)  # document coordinates
+        position = self.cursorForPosition(point).position()
+        code = self.code_at(position)
+        row = self.row_at(position)
+        extra: list[tuple[str, Any]] = []
+        if code is not None:
+            extra.append(("Copy code block", lambda: self.copy_text(code)))
+        if row is not None:
+            extra.append(("Copy message", lambda: self.copy_message(row)))
+        if row is not None and self.can_resend:
+            if row == self._last_row_of(Kind.ASSISTANT) and self._last_after_user(row):
+                extra.append(("Regenerate reply", self.regenerateRequested.emit))
+            if row == self._last_row_of(Kind.USER):
+                extra.append(("Edit and resend…", self.editLastRequested.emit))
+        if extra:
+            first = menu.actions()[0] if menu.actions() else None
+            for text, slot in extra:
+                action = QAction(text, menu)
+                action.triggered.connect(slot)
+                menu.insertAction(first, action)
+            menu.insertSeparator(first)
+        return menu
+
+    def _last_after_user(self, row: int) -> bool:
+        user = self._last_row_of(Kind.USER)
+        return user is not None and user < row
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = self.context_menu_at(event.pos())
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(event.globalPos())
 
 
 # -- the input box ---------------------------------------------------------------------------
@@ -635,6 +798,8 @@ class ChatPane(QWidget):
         self.view = TranscriptView()
         self.view.setModel(self.model)
         self.view.setAccessibleName("Conversation")
+        self.view.regenerateRequested.connect(self.regenerate)
+        self.view.editLastRequested.connect(self.edit_last)
         self.input = PromptEdit()
         self.input.setAccessibleName("Message")
         self.input.submitted.connect(self._submit)
@@ -685,6 +850,9 @@ class ChatPane(QWidget):
             self.send_button.setToolTip("Send (Enter)")
             self.send_button.setEnabled(not self.viewing_history)
         self.input.setReadOnly(self.viewing_history)
+        self.view.can_resend = (
+            not self._busy and not self.viewing_history and self.last_user_text() is not None
+        )
 
     # -- user actions ----------------------------------------------------------------------
 
@@ -698,6 +866,29 @@ class ChatPane(QWidget):
         self._error_noticed = False
         self._set_busy(True)
         self.messageSubmitted.emit(text)
+
+    def last_user_text(self) -> str | None:
+        """The last message the user sent in the live conversation."""
+        return next((i.text for i in reversed(self.model.items()) if i.kind is Kind.USER), None)
+
+    @Slot()
+    def regenerate(self) -> None:
+        """Ask again with the last message. The turn is a new one: the earlier reply stays
+        in the transcript and in the model's context, so the model can see what it said."""
+        text = self.last_user_text()
+        if text is None or self._busy or self.viewing_history:
+            return
+        self._submit(text)
+
+    @Slot()
+    def edit_last(self) -> None:
+        """Put the last message back in the box to change it; Enter sends it as a new turn."""
+        text = self.last_user_text()
+        if text is None or self._busy or self.viewing_history:
+            return
+        self.input.setPlainText(text)
+        self.input.selectAll()
+        self.input.setFocus()
 
     def _on_send_clicked(self) -> None:
         if self._busy:
