@@ -786,9 +786,13 @@ class RadialGraph(QWidget):
         return chunk is not None and chunk.alive
 
     def _viewable(self, key: str) -> bool:
-        """Skills and facts are shown, not edited, from here (skills change through
-        ``cairn skills`` and the agent, facts through the fact store)."""
-        return bool(key) and self.bundle is not None and self.bundle.journey.item(key) is not None
+        """Every chunk can be viewed (its versions and sessions); skills and facts are shown,
+        not edited, from here (skills change through ``cairn skills`` and the agent, facts
+        through the fact store)."""
+        if not key or self.bundle is None:
+            return False
+        journey = self.bundle.journey
+        return journey.item(key) is not None or journey.chunk(key) is not None
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         key = self.key_at(QPointF(event.pos()))
