@@ -192,7 +192,7 @@ class JourneyTimeline(QWidget):
         # Fixed sizes: a label whose text changes every playback step must not re-lay out the
         # view, or every step repaints the whole window (measured: about half a step's cost).
         self.label = QLabel()
-        self.label.setFixedWidth(self.label.fontMetrics().horizontalAdvance("0" * 34))
+        self.label.setFixedWidth(self.label.fontMetrics().horizontalAdvance("0" * 27))
         controls = QHBoxLayout()
         controls.addWidget(self.play_button)
         controls.addWidget(self.speed)
@@ -235,6 +235,9 @@ class JourneyTimeline(QWidget):
         buttons.addWidget(self.view_button)
         buttons.addWidget(self.edit_button)
         buttons.addWidget(self.delete_button)
+        # Small floors: in a short window the lists shrink to a few rows, not the window.
+        for widget in (self.event_list, self.diff, self.state_list):
+            widget.setMinimumHeight(44)
         state_box = QWidget()
         state_layout = QVBoxLayout(state_box)
         state_layout.setContentsMargins(0, 0, 0, 0)

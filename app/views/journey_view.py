@@ -245,7 +245,7 @@ class JourneyView(QWidget):
 
         self.sources = {
             "memory": QCheckBox("Memory"),
-            "user": QCheckBox("User profile"),
+            "user": QCheckBox("User"),
             "skills": QCheckBox("Skills"),
             "facts": QCheckBox("Facts"),
             "sessions": QCheckBox("Sessions"),
@@ -268,12 +268,18 @@ class JourneyView(QWidget):
         self.summary = QLabel()
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.filter.setMinimumWidth(90)
+        # Two short rows rather than one long one: the journey must fit a dock beside the
+        # chat at 1000 px (issue: it forced the window to 1058 px wide).
+        self.sources["user"].setToolTip("USER.md: the user profile")
         row = QHBoxLayout()
         for box in self.sources.values():
             row.addWidget(box)
-        row.addWidget(self.filter, 1)
-        row.addWidget(self.history)
+        row.addStretch(1)
         row.addWidget(self.fit_button)
+        second = QHBoxLayout()
+        second.addWidget(self.filter, 1)
+        second.addWidget(self.history)
+        second.addWidget(self.summary, 2)
         self.result = QLabel()
         self.result.setWordWrap(True)
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -287,7 +293,7 @@ class JourneyView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(row)
-        layout.addWidget(self.summary)
+        layout.addLayout(second)
         layout.addWidget(split, 1)
         layout.addWidget(self.result)
 

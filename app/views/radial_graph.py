@@ -191,7 +191,7 @@ class RadialGraph(QWidget):
         self.curved_edges = 0
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setMinimumSize(240, 240)
+        self.setMinimumSize(160, 140)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
 
     def sizeHint(self) -> QSize:
