@@ -1,8 +1,9 @@
 """The main window: owns the engine worker thread and the file watcher, and lays out the views.
 
-Sessions dock on the left, memory on the right, the chat in the middle. Views get engine state
-from the worker's one ``changed`` signal; requests go to the worker's slots through queued
-connections, so nothing here waits on disk, the database or the model.
+Sessions dock on the left, memory on the right, the chat in the middle. Every request runs on
+the engine thread through the one :class:`app.ops.OpRunner`; every view refreshes from its one
+``operationDidExecute`` signal, and only when the changes name its data (``_bind``), so
+nothing here waits on disk, the database or the model.
 
 What the window needs only later is imported then: the journey (numpy, networkx) when its dock
 is first shown, the migration wizard when it is opened, the engine on the worker's thread. The
@@ -11,33 +12,42 @@ window is on screen before the engine has loaded.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
 
+from app import bindings, state
+from app.ops import OpRunner
 from app.scheduler import CronScheduler
+from app.state import ChangeSet
 from app.views.chat_pane import ChatPane
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog
 from app.views.session_list import SessionList
 from app.views.setup_panel import SetupPanel
 from app.watcher import HomeWatcher
-from app.worker import ChangeSet, EngineWorker
+from app.worker import EngineWorker
 from engine.home import Home
 
 if TYPE_CHECKING:
     from app.views.journey_view import JourneyView
+    from engine.changes import Changes
     from engine.cron import RunResult
+    from engine.ops import OpResult
 
 LAYOUT_VERSION = 1
 
 
+def _everything() -> Changes:
+    from engine.changes import Changes
+
+    return Changes.everything()
+
+
 class MainWindow(QMainWindow):
-    # Requests to the worker (queued onto its thread).
-    startRequested = Signal()
-    submitRequested = Signal(str)
     # Emitted once the first state from the engine is on screen.
     memoryShown = Signal()
 
@@ -78,17 +88,23 @@ class MainWindow(QMainWindow):
         self.worker = EngineWorker(home)
         self.worker.moveToThread(self._thread)
         self._thread.finished.connect(self.worker.deleteLater)
+        self.watcher = HomeWatcher(home, parent=self) if watch else None
+        self.runner = OpRunner(
+            self.worker,
+            self._thread,
+            expect_write=self.watcher.expect_write if self.watcher is not None else None,
+            parent=self,
+        )
         self._wire()
         self._actions()
         self.statusBar().showMessage("Opening the home…")
 
-        self.watcher = HomeWatcher(home, parent=self) if watch else None
         if self.watcher is not None:
-            self.watcher.filesChanged.connect(self.worker.refresh)
+            self.watcher.filesChanged.connect(self.runner.external)
         self._settings = QSettings(str(home.root / "desktop.ini"), QSettings.Format.IniFormat)
         self._restore_layout()
         self._thread.start()
-        self.startRequested.emit()
+        bindings.start(self.runner)
         if self.watcher is not None:
             self.watcher.start()
         # Cron jobs run while the window is open (system cron can run `cairn cron tick`
@@ -115,64 +131,100 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         w = self.worker
-        self.startRequested.connect(w.start)
-        self.submitRequested.connect(w.submit)
-        self.chat.messageSubmitted.connect(w.submit)
+        # Streaming while a turn runs; its result comes back through the runner.
+        self.chat.messageSubmitted.connect(self.submit)
         self.chat.stopRequested.connect(self._stop_reply)
         w.tokenReceived.connect(self.chat.on_token)
         w.toolStarted.connect(self.chat.on_tool_started)
         w.toolFinished.connect(self.chat.on_tool_finished)
         w.noticeRaised.connect(self.chat.on_notice)
-        w.replyFinished.connect(self.chat.on_reply_finished)
-        w.commandFinished.connect(self.chat.on_command_finished)
-        w.commandFinished.connect(self._on_command_finished)
         w.failed.connect(self.chat.on_failed)
         w.failed.connect(self.setup.show_error)
 
-        self.sessions.searchRequested.connect(w.search_sessions)
-        self.sessions.sessionActivated.connect(w.load_session)
+        self.sessions.searchRequested.connect(self._search_sessions)
+        self.sessions.sessionActivated.connect(self._load_session)
         self.sessions.newSessionRequested.connect(self.new_session)
-        w.sessionsFound.connect(self.sessions.show_sessions)
-        w.sessionLoaded.connect(self.chat.show_session)
 
-        self.memory.editRequested.connect(w.edit_memory)
-        self.pending.approveRequested.connect(w.approve)
-        self.pending.rejectRequested.connect(w.reject)
-        self.pending.settleAllRequested.connect(w.settle_all)
-        w.memoryEdited.connect(self.memory.show_edit_result)
-        w.memoryEdited.connect(self.pending.show_result)
         self.badge.clicked.connect(self.show_pending)
 
-        self.setup.detectRequested.connect(w.detect_servers)
-        self.setup.modelChosen.connect(w.configure_model)
-        w.serversDetected.connect(self.setup.show_servers)
+        self.setup.detectRequested.connect(self._detect_servers)
+        self.setup.modelChosen.connect(self._configure_model)
 
-        w.changed.connect(self.memory.apply_changes)
-        w.changed.connect(self.pending.apply_changes)
-        w.changed.connect(self.badge.apply_changes)
-        w.changed.connect(self._show_approval)
-        w.changed.connect(self._on_changed)
+        # Each view: which changes concern it, what it reads then, where it shows it.
+        bindings.bind_memory_panel(self.runner, self.memory, self._show_memory)
+        bindings.bind_pending_dialog(self.runner, self.pending)
+        bindings.bind_pending_badge(self.runner, self.badge)
+        bind = functools.partial(bindings.bind, self.runner)
+        bind(state.approval_changed, state.approval_state, self._show_approval)
+        bind(state.sessions_changed, state.sessions_state, self._show_sessions)
+        bind(state.model_changed, state.model_state, self._show_model)
         # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
         self.memory.entrySelected.connect(self._on_panel_selection)
 
+    # -- requests (each an operation or a query on the engine thread) ----------------------
+
+    @Slot(str)
+    def submit(self, text: str) -> None:
+        """A line for the chat: a slash command or a turn."""
+        self.runner.run(lambda w: w.turn(text), initiator=self.chat).success(
+            self._turn_finished
+        ).failure(lambda exc: self.chat.on_failed(f"the engine failed: {exc}"))
+
+    def _turn_finished(self, result: OpResult) -> None:
+        if result.status == "command":
+            self.chat.on_command_finished(result.result)
+            self._on_command_finished(result.result)
+        else:
+            self.chat.on_reply_finished(result.result)
+
+    @Slot(str)
+    def _search_sessions(self, query: str) -> None:
+        arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
+        self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
+            lambda found: self.sessions.show_sessions(query, found)
+        ).failure(lambda exc: self.chat.on_failed(str(exc)))
+
+    @Slot(str)
+    def _load_session(self, session_id: str) -> None:
+        arguments = {"mode": "read", "session_id": session_id}
+        self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
+            self.chat.show_session
+        ).failure(lambda exc: self.chat.on_failed(str(exc)))
+
+    @Slot()
+    def _detect_servers(self) -> None:
+        def detect(_w: EngineWorker) -> list[dict[str, object]]:
+            from engine.providers.detect import detect_local_servers
+
+            return [s.model_dump() for s in detect_local_servers()]
+
+        self.runner.query(detect).success(self.setup.show_servers).failure(
+            lambda exc: self.setup.show_error(str(exc))
+        )
+
+    @Slot(object)
+    def _configure_model(self, patch: object) -> None:
+        self.runner.run(
+            lambda w: w.configure_model(dict(patch)),  # type: ignore[call-overload]
+            initiator=self.setup,
+        ).success(self._model_configured).failure(lambda exc: self.setup.show_error(str(exc)))
+
+    def _model_configured(self, result: OpResult) -> None:
+        if result.status == "command":
+            self.chat.on_command_finished(result.result)
+
     @property
     def journey(self) -> JourneyView:
-        """The journey view, made (and wired to the worker) on first use."""
+        """The journey view, made (and bound to the runner) on first use."""
         if self._journey is None:
             from app.views.journey_view import JourneyView
 
             view = JourneyView()
-            w = self.worker
-            view.reloadRequested.connect(w.load_journey)
-            view.editRequested.connect(w.edit_chunk)
-            view.deleteRequested.connect(w.delete_chunk)
-            w.journeyLoaded.connect(view.set_bundle)
-            w.journeyEdited.connect(view.show_edit_result)
-            w.changed.connect(view.apply_changes)
+            self._journey = view
+            bindings.bind_journey(self.runner, view)
             view.selection.changed.connect(self._on_journey_selection)
             if self._last_memory is not None:
                 view.apply_changes(self._last_memory)
-            self._journey = view
             self.journey_dock.setWidget(view)
         return self._journey
 
@@ -237,14 +289,15 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def new_session(self) -> None:
-        self.submitRequested.emit("/new")
+        self.submit("/new")
 
     @Slot()
     def open_migration(self) -> None:
         from app.views.migration_wizard import MigrationWizard
 
         wizard = MigrationWizard(self.home, self)
-        wizard.migrated.connect(self.worker.refresh)
+        # The wizard applies on a thread of its own: what it brought is announced here.
+        wizard.migrated.connect(lambda _r: self.runner.announce(_everything(), "migration"))
         wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         wizard.show()
 
@@ -268,7 +321,14 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _approval_toggled(self, on: bool) -> None:
-        self.submitRequested.emit(f"/memory approval {'on' if on else 'off'}")
+        def op(w: EngineWorker) -> OpResult:
+            from engine import ops
+
+            return ops.memory_set_approval(w.memory(), on)
+
+        self.runner.run(op, initiator=self.approval_action).failure(
+            lambda exc: self.chat.on_failed(str(exc))
+        )
 
     @Slot()
     def show_pending(self) -> None:
@@ -306,24 +366,30 @@ class MainWindow(QMainWindow):
         # Nothing selected, or not in the panel's entries: no row of the panel is it.
         self.memory.select_entry(chunk.target.value if row >= 0 and chunk else "", row)
 
-    @Slot(object)
-    def _on_changed(self, changes: ChangeSet) -> None:
-        if changes.model is not None:
-            configured = bool(changes.model.get("configured"))
-            self.setup.setVisible(not configured)
-            if not configured and changes.model.get("error"):
-                self.setup.show_error(str(changes.model["error"]))
-            self.chat.set_notifications(str(changes.model.get("notifications", "on")))
-            name = changes.model.get("name") or "no model configured"
-            self.statusBar().showMessage(f"{self.home.root} · {name}")
-        if changes.sessions is not None:
-            self.sessions.show_recent(changes.sessions)
-        if changes.memory is not None:
-            self._last_memory = changes
-        if changes.memory is not None and self._first_state:
+    # -- showing what the engine read -----------------------------------------------------
+
+    def _show_memory(self, changes: ChangeSet) -> None:
+        self.memory.apply_changes(changes)
+        self._last_memory = changes
+        if self._first_state:
             self._first_state = False
             self.memoryShown.emit()
             self._start_scheduler()
+
+    def _show_sessions(self, changes: ChangeSet) -> None:
+        if changes.sessions is not None:
+            self.sessions.show_recent(changes.sessions)
+
+    def _show_model(self, changes: ChangeSet) -> None:
+        if changes.model is None:
+            return
+        configured = bool(changes.model.get("configured"))
+        self.setup.setVisible(not configured)
+        if not configured and changes.model.get("error"):
+            self.setup.show_error(str(changes.model["error"]))
+        self.chat.set_notifications(str(changes.model.get("notifications", "on")))
+        name = changes.model.get("name") or "no model configured"
+        self.statusBar().showMessage(f"{self.home.root} · {name}")
 
     @Slot()
     def _start_scheduler(self) -> None:
@@ -366,6 +432,7 @@ class MainWindow(QMainWindow):
         if self.scheduler is not None:
             self.scheduler.stop()
         self.worker.cancel()
+        self.runner.close()
         # Blocking, not queued: a queued stop posted while the worker finishes a reply would
         # never run once the thread quits, and the session would not be ended.
         QMetaObject.invokeMethod(self.worker, "stop", Qt.ConnectionType.BlockingQueuedConnection)

@@ -19,11 +19,45 @@ import errno
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 TEMP_PREFIX = ".cairn-tmp-"
+
+# (path, its new bytes, or None for a removal): told before the write or removal happens.
+WriteListener = Callable[[Path, bytes | None], None]
+_listeners = threading.local()
+
+
+@contextlib.contextmanager
+def announcing(listener: WriteListener) -> Iterator[None]:
+    """Tell ``listener`` about each durable write and removal this thread makes in the block,
+    before it happens.
+
+    The desktop client's file watcher is told this way which changes on disk are the client's
+    own (an echo it need not report back); the engine itself never needs it.
+    """
+    stack: list[WriteListener] = getattr(_listeners, "stack", [])
+    _listeners.stack = [*stack, listener]
+    try:
+        yield
+    finally:
+        _listeners.stack = stack
+
+
+def _announce(path: Path, data: bytes | None) -> None:
+    for listener in getattr(_listeners, "stack", ()):
+        with contextlib.suppress(Exception):  # a listener never stops a write
+            listener(Path(os.path.abspath(path)), data)
+
+
+def remove_file(path: Path) -> None:
+    """Remove ``path`` if it exists (announced like a write)."""
+    _announce(path, None)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def real_target(path: Path) -> Path:
@@ -115,6 +149,7 @@ def fsync_dir(folder: Path) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
+    _announce(path, data)
     target = real_target(path)
     folder = target.parent
     if mode is None:

@@ -30,7 +30,6 @@ with the memory events by time; each skill (``skill:<name>``) or fact (``fact:<i
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import hashlib
 import heapq
@@ -42,7 +41,7 @@ import sqlite3
 import time
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -1560,21 +1559,6 @@ def _guard(
     return found
 
 
-def _guarded(service: MemoryService, precondition: Callable[[list[str]], None]) -> MemoryService:
-    """``service`` with a store whose writes check ``precondition`` under the lock.
-
-    A shallow copy: the config, history, queue and any hooks of the service are the same
-    objects, so the write takes the service's whole path (approval gate, lock, scanner,
-    limits, history, observers) — only this one call carries the precondition, and the
-    shared service is never modified (the background review may be writing through it).
-    """
-    store = copy.copy(service.store)
-    store.write = functools.partial(service.store.write, precondition=precondition)  # type: ignore[method-assign]
-    view = copy.copy(service)
-    view.store = store
-    return view
-
-
 def _mutate(
     service: MemoryService,
     raw_id: str,
@@ -1593,7 +1577,7 @@ def _mutate(
         # skips it; an approval later applies the operation by the entry's exact text.)
         _check(parse_node_id(found.node_id), entries)
 
-    result = _guarded(service, still_there).write(ref.target, [operation], origin="foreground")
+    result = service.write(ref.target, [operation], origin="foreground", precondition=still_there)
     result["id"] = found.node_id
     if result.get("status") == "applied" and operation["action"] == "replace":
         result["new_id"] = node_id(ref.target, ref.index, operation["content"].strip())

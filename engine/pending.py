@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from engine.changes import Changes, events
 from engine.home import Home
 from engine.memory.approval import PendingQueue, PendingWrite
 from engine.memory.service import MemoryService
@@ -66,10 +67,27 @@ class PendingWrites:
         return self.memory  # says not_found in its words
 
     def approve(self, pending_id: str) -> dict[str, Any]:
-        return self._owner(pending_id).approve(pending_id)
+        owner = self._owner(pending_id)
+        return self._announced(owner, owner.approve(pending_id), applied=True)
 
     def reject(self, pending_id: str) -> dict[str, Any]:
-        return self._owner(pending_id).reject(pending_id)
+        owner = self._owner(pending_id)
+        return self._announced(owner, owner.reject(pending_id), applied=False)
+
+    def _announced(
+        self, owner: _Settles, result: dict[str, Any], *, applied: bool
+    ) -> dict[str, Any]:
+        # Memory publishes its own changes (its writes come from more places than this);
+        # the skill library and the fact store are announced here, once settled.
+        subsystem = owner.queue.subsystem
+        if owner is not self.memory:
+            changes = Changes(pending=frozenset({subsystem}))
+            if applied and subsystem == "skills":
+                changes = changes | Changes(skills=True)
+            elif applied:
+                changes = changes | Changes(facts=True)
+            events.publish(changes, "foreground")
+        return result
 
     def settle_all(self, approve: bool) -> list[dict[str, Any]]:
         """Approve or reject every staged write, memory's first (which also reports its
@@ -80,7 +98,7 @@ class PendingWrites:
             for record in owner.pending():
                 settle: Callable[[str], dict[str, Any]] = owner.approve if approve else owner.reject
                 try:
-                    outcomes.append(settle(record.id))
+                    outcomes.append(self._announced(owner, settle(record.id), applied=approve))
                 except Exception as exc:  # a skills or fact error: reported, the rest go on
                     to_dict = getattr(exc, "to_dict", None)
                     outcomes.append(

@@ -17,7 +17,9 @@ from PySide6.QtTest import QAbstractItemModelTester
 from PySide6.QtWidgets import QListView, QMessageBox, QStyledItemDelegate, QStyleOptionViewItem
 from pytestqt.qtbot import QtBot
 
+from app import bindings
 from app.models.memory_model import MemoryEntryModel
+from app.ops import OpRunner
 from app.theme import palette_for
 from app.views.memory_panel import (
     ADDED,
@@ -424,33 +426,33 @@ class EngineDriver(QObject):
     """Sends the requests the main window would, from the GUI thread."""
 
     startRequested = Signal()
-    refreshRequested = Signal()
+    refreshRequested = Signal()  # as the file watcher reports an edit on disk
 
 
 @contextmanager
-def running_engine(home: Home) -> Iterator[tuple[EngineWorker, EngineDriver]]:
-    """The real worker in its own thread, wired like the main window; always stopped."""
+def running_engine(home: Home) -> Iterator[tuple[OpRunner, EngineDriver]]:
+    """The real worker in its own thread behind the window's op runner; always stopped."""
     thread = QThread()
     thread.setObjectName("test-engine")
     worker = EngineWorker(home)
     worker.moveToThread(thread)
+    runner = OpRunner(worker, thread)
     driver = EngineDriver()
-    driver.startRequested.connect(worker.start)
-    driver.refreshRequested.connect(worker.refresh)
+    driver.startRequested.connect(lambda: bindings.start(runner))
+    driver.refreshRequested.connect(lambda: runner.external(frozenset({"memory", "user"})))
     thread.finished.connect(worker.deleteLater)
     thread.start()
     try:
-        yield worker, driver
+        yield runner, driver
     finally:
+        runner.close()
         QMetaObject.invokeMethod(worker, "stop", Qt.ConnectionType.BlockingQueuedConnection)
         thread.quit()
         assert thread.wait(10_000), "the engine thread did not stop"
 
 
-def wire(panel: MemoryPanel, worker: EngineWorker) -> None:
-    panel.editRequested.connect(worker.edit_memory)
-    worker.changed.connect(panel.apply_changes)
-    worker.memoryEdited.connect(panel.show_edit_result)
+def wire(panel: MemoryPanel, runner: OpRunner) -> None:
+    bindings.bind_memory_panel(runner, panel)
 
 
 def test_panel_edits_go_through_the_engine_to_disk(qtbot: QtBot, home: Home) -> None:
@@ -459,8 +461,8 @@ def test_panel_edits_go_through_the_engine_to_disk(qtbot: QtBot, home: Home) -> 
     panel.show()
     box = panel.boxes["memory"]
     memory_md = home.memories_dir / "MEMORY.md"
-    with running_engine(home) as (worker, driver):
-        wire(panel, worker)
+    with running_engine(home) as (runner, driver):
+        wire(panel, runner)
         driver.startRequested.emit()
         qtbot.waitUntil(lambda: box.add_button.isEnabled(), timeout=15_000)
         assert box.usage_text() == "0 / 2,200 chars (0%)"
@@ -502,8 +504,8 @@ def test_over_the_limit_is_refused_by_the_engine(qtbot: QtBot, home: Home) -> No
     qtbot.addWidget(panel)
     panel.show()
     box = panel.boxes["user"]
-    with running_engine(home) as (worker, driver):
-        wire(panel, worker)
+    with running_engine(home) as (runner, driver):
+        wire(panel, runner)
         driver.startRequested.emit()
         qtbot.waitUntil(lambda: box.add_button.isEnabled(), timeout=15_000)
         long_text = "The user likes long, detailed answers. " * 70

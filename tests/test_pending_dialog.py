@@ -10,10 +10,11 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from pytestqt.qtbot import QtBot
 
+from app import bindings
 from app.models.pending_model import PendingModel, full_time, is_settle_result, short_time
+from app.ops import OpRunner
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog, pending_count
-from app.worker import EngineWorker
 from engine.config import update_config
 from engine.home import Home
 from engine.memory.entries import parse
@@ -207,12 +208,8 @@ def test_badge_counts_and_hides(qtbot: QtBot) -> None:
 # -- end to end ----------------------------------------------------------------------------------
 
 
-def wire_dialog(dialog: PendingDialog, worker: EngineWorker) -> None:
-    dialog.approveRequested.connect(worker.approve)
-    dialog.rejectRequested.connect(worker.reject)
-    dialog.settleAllRequested.connect(worker.settle_all)
-    worker.changed.connect(dialog.apply_changes)
-    worker.memoryEdited.connect(dialog.show_result)
+def wire_dialog(dialog: PendingDialog, runner: OpRunner) -> None:
+    bindings.bind_pending_dialog(runner, dialog)
 
 
 def test_staged_edit_is_approved_through_the_dialog(qtbot: QtBot, home: Home) -> None:
@@ -224,9 +221,9 @@ def test_staged_edit_is_approved_through_the_dialog(qtbot: QtBot, home: Home) ->
     dialog.show()
     box = panel.boxes["memory"]
     memory_md = home.memories_dir / "MEMORY.md"
-    with running_engine(home) as (worker, driver):
-        wire(panel, worker)
-        wire_dialog(dialog, worker)
+    with running_engine(home) as (runner, driver):
+        wire(panel, runner)
+        wire_dialog(dialog, runner)
         driver.startRequested.emit()
         qtbot.waitUntil(lambda: box.add_button.isEnabled(), timeout=15_000)
 
@@ -257,9 +254,9 @@ def test_approval_fails_when_the_entry_changed(qtbot: QtBot, home: Home) -> None
     qtbot.addWidget(dialog)
     panel.show()
     box = panel.boxes["memory"]
-    with running_engine(home) as (worker, driver):
-        wire(panel, worker)
-        wire_dialog(dialog, worker)
+    with running_engine(home) as (runner, driver):
+        wire(panel, runner)
+        wire_dialog(dialog, runner)
         driver.startRequested.emit()
         qtbot.waitUntil(lambda: box.model.entries() == ["Ruff line length is 88"], timeout=15_000)
         box.select_row(0)

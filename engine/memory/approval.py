@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, field_validator
 
-from engine.fsutil import atomic_write_text, locked, read_text
+from engine.fsutil import atomic_write_text, locked, read_text, remove_file
 from engine.home import Home, HomeError
 from engine.memory.errors import MemoryToolError
 
@@ -205,4 +205,4 @@ class PendingQueue:
             yield
 
     def discard(self, pending_id: str) -> None:
-        self._path(pending_id).unlink(missing_ok=True)
+        remove_file(self._path(pending_id))

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from engine.changes import Changes, events
 from engine.config import Config, load_config, update_config
 from engine.config_follow import FollowedConfig
 from engine.db import open_engine
@@ -166,16 +167,31 @@ class MemoryService:
         *,
         origin: Origin = "foreground",
         session_id: str | None = None,
+        precondition: Callable[[list[str]], None] | None = None,
     ) -> dict[str, Any]:
+        """Apply (or, with approval on, stage) ``operations`` on ``target``.
+
+        ``precondition`` is called with the file's current entries under the write's lock,
+        before anything changes; raising a :class:`MemoryToolError` refuses the write (the
+        journey's edit checks that the chunk it shows is still there). Staging skips it: an
+        approval later applies the operations by the entries' exact text.
+        """
         ops = parse_operations(operations)
         session_id = session_id or self.session_id
         if self.config.memory.write_approval:
             return self._stage(target, ops, origin, session_id)
-        outcome = self.store.write(target, ops, origin=origin, session_id=session_id)
-        self._committed(ops, outcome)
+        outcome = self.store.write(
+            target, ops, origin=origin, session_id=session_id, precondition=precondition
+        )
+        self._committed(ops, outcome, origin)
         return self._result(outcome, describe(ops))
 
-    def _committed(self, ops: list[Op], outcome: WriteOutcome) -> None:
+    def _committed(self, ops: list[Op], outcome: WriteOutcome, initiator: str, **more: Any) -> None:
+        if outcome.changed or more:
+            changes = Changes(
+                targets=frozenset({outcome.target.value}) if outcome.changed else frozenset()
+            )
+            events.publish(changes | Changes(**more), initiator)
         if not outcome.changed or not self.on_committed:
             return
         for op in ops:
@@ -209,6 +225,7 @@ class MemoryService:
             session_id,
         )
         self._log(target, "staged", pending_id=record.id, origin=origin, summary=summary)
+        events.publish(Changes(pending=frozenset({"memory"})), origin)
         return {
             "ok": True,
             "status": "staged",
@@ -278,6 +295,7 @@ class MemoryService:
     def set_approval(self, on: bool) -> dict[str, Any]:
         self.config = update_config(self.home, {"memory": {"write_approval": on}})
         self.store.config = self.config
+        events.publish(Changes(config=frozenset({"memory.write_approval"})), "foreground")
         state = "on: writes are staged for review" if on else "off: writes apply at once"
         return {"ok": True, "write_approval": on, "message": f"Write approval is {state}."}
 
@@ -308,6 +326,7 @@ class MemoryService:
         if self.history is not None and self.history.settled(record.id):
             # Applied before, and the file outlived it (a crash between the two steps).
             self.queue.discard(record.id)
+            events.publish(Changes(pending=frozenset({"memory"})), "foreground")
             return {
                 "ok": True,
                 "status": "unchanged",
@@ -340,7 +359,7 @@ class MemoryService:
                 **exc.details,
             ) from exc
         self.queue.discard(record.id)
-        self._committed(ops, outcome)
+        self._committed(ops, outcome, "foreground", pending=frozenset({"memory"}))
         return self._result(
             outcome, f"approved {record.id} ({record.summary})", pending_id=record.id
         )
@@ -354,6 +373,7 @@ class MemoryService:
                     raise
                 # Rejecting is how a user clears a bad record: it goes, nothing is applied.
                 self.queue.discard(pending_id)
+                events.publish(Changes(pending=frozenset({"memory"})), "foreground")
                 return {
                     "ok": True,
                     "status": "rejected",
@@ -361,6 +381,7 @@ class MemoryService:
                     "message": f"Rejected the invalid record {pending_id}; memory is unchanged.",
                 }
             self.queue.discard(record.id)
+        events.publish(Changes(pending=frozenset({"memory"})), "foreground")
         self._log(
             target,
             "rejected",
@@ -455,5 +476,5 @@ class MemoryService:
             precondition=unchanged_since,
             enforce_budget=False,
         )
-        self._committed(ops, outcome)
+        self._committed(ops, outcome, "foreground")
         return self._result(outcome, f"undid #{event.id} ({event.action})", undone=event.id)
