@@ -17,12 +17,22 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFrame,
+    QMainWindow,
+    QScrollArea,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import bindings, state
 from app.ops import OpRunner
 from app.scheduler import CronScheduler
 from app.state import ChangeSet
+from app.theme import set_theme
 from app.views.chat_pane import ChatPane
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog
@@ -34,7 +44,9 @@ from engine.home import Home
 
 if TYPE_CHECKING:
     from app.views.journey_view import JourneyView
+    from app.views.settings_dialog import SettingsDialog
     from engine.changes import Changes
+    from engine.config import Config
     from engine.cron import RunResult
     from engine.ops import OpResult
 
@@ -64,7 +76,14 @@ class MainWindow(QMainWindow):
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(8, 8, 8, 8)
-        column.addWidget(self.setup)
+        # Scrolled when the window is short: the panel must not set the window's height.
+        self.setup_area = QScrollArea()
+        self.setup_area.setWidget(self.setup)
+        self.setup_area.setWidgetResizable(True)
+        self.setup_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.setup_area.setMinimumHeight(72)
+        self.setup_area.hide()
+        column.addWidget(self.setup_area)
         column.addWidget(self.chat, 1)
         self.setCentralWidget(central)
 
@@ -79,6 +98,11 @@ class MainWindow(QMainWindow):
         self._last_memory: ChangeSet | None = None  # for a journey view made later
         self.journey_dock = QDockWidget("Journey", self)
         self.journey_dock.setObjectName("journey-dock")
+        self.journey_dock.setToolTip("Double-click the title to open the journey in its own window")
+        # The side docks keep the window's full height; the journey docks under the chat
+        # only, so opening it does not squeeze the memory lists to a row or two.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.journey_dock)
         self.journey_dock.hide()
         self.journey_dock.visibilityChanged.connect(self._on_journey_visibility)
@@ -102,7 +126,12 @@ class MainWindow(QMainWindow):
         if self.watcher is not None:
             self.watcher.filesChanged.connect(self.runner.external)
         self._settings = QSettings(str(home.root / "desktop.ini"), QSettings.Format.IniFormat)
+        self._journey_sized = False  # given its first height (a restored layout has one)
         self._restore_layout()
+        self._journey_sized = not self.journey_dock.isHidden()
+        self.settings_dialog: SettingsDialog | None = None
+        if self.theme() != "system":
+            set_theme(QApplication.instance(), self.theme())  # type: ignore[arg-type]
         self._thread.start()
         bindings.start(self.runner)
         if self.watcher is not None:
@@ -160,6 +189,7 @@ class MainWindow(QMainWindow):
         bind(state.model_changed, state.model_state, self._show_model)
         # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
         self.memory.entrySelected.connect(self._on_panel_selection)
+        self.memory.newSessionRequested.connect(self.new_session)
 
     # -- requests (each an operation or a query on the engine thread) ----------------------
 
@@ -232,6 +262,11 @@ class MainWindow(QMainWindow):
     def _on_journey_visibility(self, visible: bool) -> None:
         if visible:
             _ = self.journey
+            if not self._journey_sized and not self.journey_dock.isFloating():
+                self._journey_sized = True
+                # The chat stays the larger part: the journey opens at under half the height.
+                height = max(self.journey_dock.minimumSizeHint().height(), self.height() * 2 // 5)
+                self.resizeDocks([self.journey_dock], [height], Qt.Orientation.Vertical)
 
     def _actions(self) -> None:
         toolbar = QToolBar("Main")
@@ -256,7 +291,17 @@ class MainWindow(QMainWindow):
         self.migrate_action = self._action(
             "Import from OpenClaw…", "Ctrl+Shift+I", self.open_migration, None
         )
-        self.menuBar().addMenu("&File").addActions([self.migrate_action])
+        self.settings_action = self._action(
+            "Settings…", QKeySequence.StandardKey.Preferences, self.open_settings, None
+        )
+        if self.settings_action.shortcut().isEmpty():
+            self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.menuBar().addMenu("&File").addActions([self.settings_action, self.migrate_action])
+        # Ctrl+Z here is memory's: a text box with the focus keeps it for its own typing.
+        self.undo_action = self._action(
+            "Undo memory change", QKeySequence.StandardKey.Undo, self.memory.request_undo, None
+        )
+        self.menuBar().addMenu("&Edit").addActions([self.undo_action])
         # Staged writes and whether writes are staged at all, where a user looks for them.
         self.approval_action = QAction("Stage memory writes for approval", self)
         self.approval_action.setCheckable(True)
@@ -300,6 +345,65 @@ class MainWindow(QMainWindow):
         wizard.migrated.connect(lambda _r: self.runner.announce(_everything(), "migration"))
         wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         wizard.show()
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def theme(self) -> str:
+        return str(self._settings.value("theme", "system") or "system")
+
+    @Slot()
+    def open_settings(self) -> None:
+        """Read the settings on the engine thread, then show them."""
+
+        def read(_w: EngineWorker) -> Config:
+            from engine.config import load_config
+
+            return load_config(self.home)
+
+        self.runner.query(read).success(self._show_settings).failure(
+            lambda exc: self.statusBar().showMessage(f"settings could not be read: {exc}", 10_000)
+        )
+
+    def _show_settings(self, config: Config) -> None:
+        from app.views.settings_dialog import SettingsDialog
+
+        if self.settings_dialog is not None and self.settings_dialog.isVisible():
+            self.settings_dialog.raise_()
+            return
+        dialog = SettingsDialog(config, self.theme(), self)
+        dialog.saveRequested.connect(self._save_settings)
+        self.settings_dialog = dialog
+        dialog.show()
+
+    @Slot(object, str)
+    def _save_settings(self, patch: dict[str, dict[str, object]], theme: str) -> None:
+        dialog = self.settings_dialog
+        if theme != self.theme():
+            self._settings.setValue("theme", theme)
+            set_theme(QApplication.instance(), theme)  # type: ignore[arg-type]
+        model = patch.get("model")
+        rest = {k: v for k, v in patch.items() if k != "model"}
+
+        def write(w: EngineWorker) -> OpResult:
+            from engine import ops
+
+            written = ops.config_update(self.home, rest) if rest else None
+            # A new model means a new agent and a new session; the rest applies as it is.
+            return w.configure_model(dict(model)) if model else written  # type: ignore[return-value]
+
+        def done(result: OpResult) -> None:
+            if result.status == "command":
+                self.chat.on_command_finished(result.result)
+            if dialog is not None:
+                dialog.saved()
+
+        if not patch:
+            if dialog is not None:
+                dialog.saved()
+            return
+        self.runner.run(write, initiator=dialog).success(done).failure(
+            lambda exc: dialog.show_error(str(exc)) if dialog is not None else None
+        )
 
     @Slot()
     def focus_search(self) -> None:
@@ -385,6 +489,7 @@ class MainWindow(QMainWindow):
             return
         configured = bool(changes.model.get("configured"))
         self.setup.setVisible(not configured)
+        self.setup_area.setVisible(not configured)
         if not configured and changes.model.get("error"):
             self.setup.show_error(str(changes.model["error"]))
         self.chat.set_notifications(str(changes.model.get("notifications", "on")))
@@ -441,5 +546,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._save_layout()
+        # Off the screen first: ending the session waits for a background review still
+        # writing (up to its grace period), and the user need not watch that happen.
+        for window in (self, self.pending, self.settings_dialog, self.journey_dock):
+            if window is not None and window.isWindow() and window.isVisible():
+                window.hide()
         self.shutdown()
         super().closeEvent(event)

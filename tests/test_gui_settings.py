@@ -99,6 +99,12 @@ def test_save_sends_only_what_changed(qtbot: QtBot, dialog: SettingsDialog) -> N
         "display": {"memory_notifications": "verbose"},
     }
     assert theme == "dark"
+    assert dialog.isVisible() and dialog.status.text() == "Saving…"  # until the engine answers
+    dialog.show_error("config.yaml is read-only")
+    assert dialog.isVisible() and "read-only" in dialog.status.text()
+    assert dialog.save_button.isEnabled()
+    dialog.saved()
+    assert not dialog.isVisible()
     # The patch is one config.yaml would take.
     merged = Config().model_dump()
     for section, keys in patch.items():

@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -722,11 +723,27 @@ class MemoryPanel(QWidget):
     editRequested = Signal(str, object)  # target, operations (memory tool format)
     entrySelected = Signal(str, int)  # target, row (-1 when nothing is selected)
     newSessionRequested = Signal()  # from the snapshot diff: take the new memory in now
+    undoRequested = Signal()  # undo the newest memory change not undone yet (Ctrl+Z)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.banner = SnapshotBanner()
         self.banner.diffRequested.connect(self.show_snapshot_diff)
+        # Undo walks back through the change history, one change per press.
+        self.undo_button = QToolButton()
+        self.undo_button.setText("Undo")
+        self.undo_button.setToolTip("Undo the last memory change (Ctrl+Z); again to go further")
+        self.undo_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.undo_button.clicked.connect(self.request_undo)
+        self.undo_status = QLabel()
+        self.undo_status.setWordWrap(True)
+        self.undo_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.undo_status.hide()
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(self.undo_status.hide)
+        self._undoing = False
+        self._draw_undo_icon()
         self.boxes = {target.value: MemoryTargetBox(target) for target in Target}
         self._outstanding: deque[tuple[MemoryTargetBox, EntryEditor | None]] = deque()
         self._snapshot_diff: dict[str, dict[str, list[str]]] = {}
@@ -742,9 +759,49 @@ class MemoryPanel(QWidget):
         # holds more entries, and an even split left it scrolling beside an empty USER list.
         splitter.setStretchFactor(0, 8)
         splitter.setStretchFactor(1, 5)
+        undo_row = QHBoxLayout()
+        undo_row.addWidget(self.undo_status, 1)
+        undo_row.addWidget(self.undo_button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
+        layout.addLayout(undo_row)
+
+    def _draw_undo_icon(self) -> None:
+        from app.views.chat_pane import themed_icon
+
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.undo_button.setIcon(themed_icon("undo", color))
+
+    @Slot()
+    def request_undo(self) -> None:
+        """Ask for the newest change to be undone; one request at a time."""
+        if self._undoing:
+            return
+        self._undoing = True
+        self.undo_button.setEnabled(False)
+        self.undoRequested.emit()
+
+    @Slot(object)
+    def show_undo_result(self, result: object) -> None:
+        """The engine's answer to :meth:`request_undo`."""
+        self._undoing = False
+        self.undo_button.setEnabled(True)
+        answer = result if isinstance(result, dict) else {}
+        if answer.get("ok"):
+            message = str(answer.get("message") or "Undone.")
+            color: QColor | None = ADDED
+        elif answer.get("error") == "not_found":
+            message, color = "Nothing left to undo.", None
+        elif answer.get("error") == "conflict":
+            message = "That change cannot be undone: the entry has changed since. Edit it instead."
+            color = REMOVED
+        else:
+            message, color = refusal_text(answer), REMOVED
+        self.undo_status.setText(message)
+        _set_text_color(self.undo_status, color)
+        self.undo_status.show()
+        self._undo_timer.start(RESULT_MS)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -752,6 +809,7 @@ class MemoryPanel(QWidget):
         # sits inside a window (measured: no event reaches it), so it is told from here.
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.banner.restyle()
+            self._draw_undo_icon()
 
     def _relay_selection(self, target: str, row: int) -> None:
         if not self._syncing:

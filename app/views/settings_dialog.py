@@ -335,12 +335,19 @@ class SettingsDialog(QDialog):
     def _save(self) -> None:
         if not self.validate():
             return
+        # Open until the engine has written them: a refusal is shown here, nothing lost.
+        self.save_button.setEnabled(False)
+        self.status.setText("Saving…")
         self.saveRequested.emit(self.patch(), self.chosen_theme())
+
+    def saved(self) -> None:
+        """The engine wrote the settings."""
         self.accept()
 
     def show_error(self, message: str) -> None:
-        """The engine refused the settings (written by another program meanwhile, say)."""
-        self.status.setText(message)
+        """The engine refused the settings (config.yaml unwritable, say); the dialog stays."""
+        self.status.setText(f"Not saved: {message}")
+        self.save_button.setEnabled(not self.errors)
 
 
 def _plain(problem: Any) -> str:
