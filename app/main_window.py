@@ -13,7 +13,8 @@ window is on screen before the engine has loaded.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -36,7 +37,7 @@ from app.theme import set_theme
 from app.views.chat_pane import ChatPane
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog
-from app.views.session_list import SessionList
+from app.views.session_list import PAGE, SEARCH_RESULTS, SessionList
 from app.views.setup_panel import SetupPanel
 from app.watcher import HomeWatcher
 from app.worker import EngineWorker
@@ -126,6 +127,7 @@ class MainWindow(QMainWindow):
         if self.watcher is not None:
             self.watcher.filesChanged.connect(self.runner.external)
         self._settings = QSettings(str(home.root / "desktop.ini"), QSettings.Format.IniFormat)
+        self._sessions_loaded = PAGE  # how far the session list has been paged
         self._journey_sized = False  # given its first height (a restored layout has one)
         self._restore_layout()
         self._journey_sized = not self.journey_dock.isHidden()
@@ -173,6 +175,11 @@ class MainWindow(QMainWindow):
         self.sessions.searchRequested.connect(self._search_sessions)
         self.sessions.sessionActivated.connect(self._load_session)
         self.sessions.newSessionRequested.connect(self.new_session)
+        self.sessions.pageRequested.connect(self._session_page)
+        self.sessions.checkRequested.connect(self._check_sessions)
+        self.sessions.renameRequested.connect(self._rename_session)
+        self.sessions.deleteRequested.connect(self._delete_sessions)
+        self.sessions.exportRequested.connect(self._export_sessions)
 
         self.badge.clicked.connect(self.show_pending)
 
@@ -207,9 +214,66 @@ class MainWindow(QMainWindow):
         else:
             self.chat.on_reply_finished(result.result)
 
+    @Slot(int, int)
+    def _session_page(self, offset: int, count: int) -> None:
+        self.runner.query(lambda w: state.session_page(w, offset, count)).success(
+            self._show_session_page
+        ).failure(lambda exc: self.sessions.show_status(f"sessions could not be read: {exc}"))
+
+    def _show_session_page(self, page: dict[str, Any]) -> None:
+        if not isinstance(page, dict) or "cards" not in page:
+            return
+        self.sessions.show_page(page["offset"], page["cards"], page["total"])
+        self._sessions_loaded = max(PAGE, self.sessions.model.loaded())
+
+    @Slot()
+    def _check_sessions(self) -> None:
+        self.runner.query(state.session_signature).success(self.sessions.show_signature).failure(
+            lambda _exc: None  # no agent yet: nothing to compare
+        )
+
+    def _session_op(self, op: Callable[[Any], OpResult]) -> None:
+        self.runner.run(op, initiator=self.sessions).success(
+            lambda r: self.sessions.show_status(r.message)
+        ).failure(lambda exc: self._session_op_failed(exc))
+
+    def _session_op_failed(self, exc: BaseException) -> None:
+        self.sessions.show_status(f"Not done: {getattr(exc, 'message', None) or exc}")
+        self._session_page(0, self._sessions_loaded)  # show the store as it is
+
+    @Slot(str, str)
+    def _rename_session(self, session_id: str, title: str) -> None:
+        from engine.ops import sessions as session_ops
+
+        self._session_op(
+            lambda w: session_ops.session_rename(w.need_agent().store, session_id, title)
+        )
+
+    @Slot(object)
+    def _delete_sessions(self, session_ids: list[str]) -> None:
+        from engine.ops import sessions as session_ops
+
+        ids = list(session_ids)
+        self._session_op(lambda w: session_ops.session_delete(w.need_agent().store, ids))
+
+    @Slot(object, str)
+    def _export_sessions(self, session_ids: list[str], path: str) -> None:
+        from pathlib import Path
+
+        from engine.ops import sessions as session_ops
+
+        ids = list(session_ids)
+        self._session_op(
+            lambda w: session_ops.sessions_export(w.need_agent().store, ids, Path(path))
+        )
+
     @Slot(str)
     def _search_sessions(self, query: str) -> None:
-        arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
+        arguments: dict[str, object] = (
+            {"mode": "discover", "query": query, "limit": SEARCH_RESULTS}
+            if query.strip()
+            else {"mode": "browse"}
+        )
         self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
             lambda found: self.sessions.show_sessions(query, found)
         ).failure(lambda exc: self.chat.on_failed(str(exc)))
@@ -217,8 +281,9 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _load_session(self, session_id: str) -> None:
         arguments = {"mode": "read", "session_id": session_id}
+        terms = self.sessions.matched_terms(session_id)  # opened from a search: its words
         self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
-            self.chat.show_session
+            lambda found: self.chat.show_session(found, terms)
         ).failure(lambda exc: self.chat.on_failed(str(exc)))
 
     @Slot()
@@ -481,8 +546,9 @@ class MainWindow(QMainWindow):
             self._start_scheduler()
 
     def _show_sessions(self, changes: ChangeSet) -> None:
+        # The newest page again; the older pages loaded by scrolling stay.
         if changes.sessions is not None:
-            self.sessions.show_recent(changes.sessions)
+            self.sessions.show_page(0, changes.sessions, changes.sessions_total, keep_older=True)
 
     def _show_model(self, changes: ChangeSet) -> None:
         if changes.model is None:
@@ -551,5 +617,6 @@ class MainWindow(QMainWindow):
         for window in (self, self.pending, self.settings_dialog, self.journey_dock):
             if window is not None and window.isWindow() and window.isVisible():
                 window.hide()
+        self.sessions.flush_deletes()  # queued before the worker stops: they still run
         self.shutdown()
         super().closeEvent(event)

@@ -16,6 +16,7 @@ stay when the reply ends, since they render as the whole text would.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -67,6 +68,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QTextBrowser,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -593,6 +595,42 @@ class TranscriptView(QTextBrowser):
                 self._colors = colors
                 self.rebuild()
 
+    # -- highlighting search matches ---------------------------------------------------------
+
+    MAX_HIGHLIGHTS = 500
+
+    def highlight(self, terms: Sequence[str]) -> int:
+        """Mark every occurrence of ``terms`` (case-insensitive) and scroll to the first;
+        the document is not changed, so copying gives the text as it is. Returns the count."""
+        selections: list[QTextEdit.ExtraSelection] = []
+        doc = self.document()
+        fmt = QTextCharFormat()
+        fmt.setBackground(self._colors.match_bg)
+        first: QTextCursor | None = None
+        for term in terms:
+            if not term.strip():
+                continue
+            cursor = QTextCursor(doc)
+            while len(selections) < self.MAX_HIGHLIGHTS:
+                cursor = doc.find(term, cursor)
+                if cursor.isNull():
+                    break
+                selection = QTextEdit.ExtraSelection()
+                selection.cursor = QTextCursor(cursor)
+                selection.format = fmt
+                selections.append(selection)
+                if first is None or cursor.position() < first.position():
+                    first = QTextCursor(cursor)
+        self.setExtraSelections(selections)
+        if first is not None:
+            self._stick = False
+            shown = QTextCursor(first)
+            shown.clearSelection()
+            self.setTextCursor(shown)
+            self.ensureCursorVisible()
+            self._update_jump()
+        return len(selections)
+
     # -- copying ---------------------------------------------------------------------------
 
     def row_at(self, position: int) -> int | None:
@@ -971,8 +1009,9 @@ class ChatPane(QWidget):
     # -- sessions --------------------------------------------------------------------------
 
     @Slot(object)
-    def show_session(self, result: dict[str, Any]) -> None:
-        """Show an earlier session (a ``session_search`` read result) read-only."""
+    def show_session(self, result: dict[str, Any], terms: Sequence[str] = ()) -> None:
+        """Show an earlier session (a ``session_search`` read result) read-only; ``terms``
+        (what a search matched) are highlighted and the first is scrolled to."""
         session = result.get("session") if isinstance(result.get("session"), dict) else result
         self.history_model.load_session(
             {**result, "messages": result.get("messages") or session.get("messages") or []}
@@ -983,12 +1022,18 @@ class ChatPane(QWidget):
         self.banner_label.setText(f"Viewing “{title}”{when} — read-only")
         self.banner.show()
         self.view.setModel(self.history_model)
+        found = self.view.highlight(terms)
+        if found:
+            self.banner_label.setText(
+                self.banner_label.text() + f" · {found:,} match{'es' if found != 1 else ''}"
+            )
         self._update_controls()
 
     @Slot()
     def show_live(self) -> None:
         """Back from an earlier session to the conversation in progress."""
         self.banner.hide()
+        self.view.highlight(())
         self.view.setModel(self.model)
         self._update_controls()
         self.input.setFocus()

@@ -73,6 +73,7 @@ class Colors:
     user_bg: QColor
     error: QColor
     dark: bool
+    match_bg: QColor  # a search match in a transcript
 
     @classmethod
     def from_palette(cls, palette: QPalette) -> Colors:
@@ -88,6 +89,7 @@ class Colors:
             user_bg=blend(base, palette.color(QPalette.ColorRole.Highlight), 0.12),
             error=QColor("#f2b8b5") if dark else QColor("#b3261e"),
             dark=dark,
+            match_bg=QColor("#6b5a12") if dark else QColor("#ffe58f"),
         )
 
 

@@ -767,6 +767,15 @@ class MemoryPanel(QWidget):
         layout.addWidget(splitter, 1)
         layout.addLayout(undo_row)
 
+    PREFERRED_WIDTH = 320
+
+    def sizeHint(self) -> QSize:
+        # A width of its own, not its texts': the dock must not widen when the banner or a
+        # long outcome appears (the main window sizes docks from their hints).
+        return QSize(
+            max(self.PREFERRED_WIDTH, self.minimumSizeHint().width()), super().sizeHint().height()
+        )
+
     def _draw_undo_icon(self) -> None:
         from app.views.chat_pane import themed_icon
 
