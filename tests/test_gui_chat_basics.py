@@ -193,3 +193,19 @@ def test_regenerate_and_edit_resend_the_last_message(qtbot: QtBot, pane: ChatPan
     pane.show_session({"ok": True, "session": {"title": "old"}, "messages": []})
     pane.regenerate()
     assert sent[-1] == "second question, shorter" and not pane.busy
+
+
+def test_an_empty_conversation_says_where_to_start(qtbot: QtBot, pane: ChatPane) -> None:
+    hint = pane.view.empty_state
+    assert hint.isVisible() and "/help" in hint.text()
+    assert pane.view.viewport().rect().contains(hint.geometry())
+    pane._submit("hello")
+    assert not hint.isVisible()
+    pane.on_reply_finished({"reply": "hi", "cancelled": False, "error": None})
+    # An earlier session with nothing in it is not a new conversation.
+    pane.show_session({"ok": True, "session": {"title": "empty"}, "messages": []})
+    assert not hint.isVisible()
+    pane.show_live()
+    assert not hint.isVisible()  # the live one has messages
+    pane.clear()
+    assert hint.isVisible()

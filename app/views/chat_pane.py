@@ -46,6 +46,7 @@ from PySide6.QtGui import (
     QIcon,
     QKeyEvent,
     QPainter,
+    QPalette,
     QPixmap,
     QTextBlockFormat,
     QTextCharFormat,
@@ -89,6 +90,14 @@ from app.views.markdown import (
 )
 
 STREAM_INTERVAL_MS = 50
+EMPTY_STATE = (
+    "<p style='font-size:large'><b>What are we working on?</b></p>"
+    "<p>Cairn keeps a short memory of what matters (the Memory panel) and every past "
+    "conversation (Sessions, searchable with Ctrl+K). What it learns today it knows from the "
+    "next session on.</p>"
+    "<p><b>/help</b> lists the commands · <b>Ctrl+3</b> opens the journey of what it learned "
+    "· <b>Esc</b> stops a reply · <b>↑</b> recalls your last message</p>"
+)
 NOTIFICATION_MODES = ("off", "on", "verbose")
 MAX_RESULT_CHARS = 6000  # of a tool result shown expanded; the model saw it whole
 TOGGLE_SCHEME = "cairn"
@@ -296,6 +305,7 @@ class TranscriptView(QTextBrowser):
         bar.valueChanged.connect(self._on_scrolled)
         self.renders = 0  # fills done; lets tests check that history is not re-rendered
         self.can_resend = False  # set by the pane: live, idle, with a message to resend
+        self.show_empty_state = True  # the live conversation; not an empty stored session
         # Shown while the user has scrolled up: one click back to the newest text.
         self.jump_button = QToolButton(self)
         self.jump_button.setToolTip("Scroll to the newest message (Ctrl+End)")
@@ -306,6 +316,14 @@ class TranscriptView(QTextBrowser):
         self.jump_button.clicked.connect(self.scroll_to_bottom)
         self.jump_button.hide()
         self._draw_jump_icon()
+        # What an empty conversation says: where to start, and what is worth knowing.
+        self.empty_state = QLabel(self.viewport())
+        self.empty_state.setObjectName("emptyState")
+        self.empty_state.setTextFormat(Qt.TextFormat.RichText)
+        self.empty_state.setWordWrap(True)
+        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state.setText(EMPTY_STATE)
+        self.empty_state.hide()
 
     # -- model -----------------------------------------------------------------------------
 
@@ -361,6 +379,7 @@ class TranscriptView(QTextBrowser):
             self._create(row)
         self._stick = True
         self._on_range(0, self.verticalScrollBar().maximum())
+        self._update_empty()
 
     @Slot()
     def flush(self) -> None:
@@ -378,6 +397,7 @@ class TranscriptView(QTextBrowser):
         for row in range(first, last + 1):
             self._frames.insert(row, None)
             self._create(row)
+        self._update_empty()
 
     def _on_data_changed(self, top: Index, bottom: Index, roles: list[int] | None = None) -> None:
         assert self._model is not None
@@ -560,6 +580,23 @@ class TranscriptView(QTextBrowser):
         if not self._stick:
             self._place_jump()
 
+    def _update_empty(self) -> None:
+        empty = self._model is None or self._model.rowCount() == 0
+        self.empty_state.setVisible(empty and self.show_empty_state)
+        if empty:
+            palette = self.empty_state.palette()
+            palette.setColor(QPalette.ColorRole.WindowText, self._colors.muted)
+            self.empty_state.setPalette(palette)
+            self._place_empty()
+
+    def _place_empty(self) -> None:
+        area = self.viewport().rect()
+        width = min(area.width() - 40, 460)
+        height = self.empty_state.heightForWidth(width)
+        self.empty_state.setGeometry(
+            area.center().x() - width // 2, max(10, area.center().y() - height // 2), width, height
+        )
+
     def _place_jump(self) -> None:
         viewport = self.viewport().geometry()
         size = self.jump_button.sizeHint()
@@ -577,6 +614,8 @@ class TranscriptView(QTextBrowser):
     def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
         self._place_jump()
+        if self.empty_state.isVisible():
+            self._place_empty()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
@@ -1021,6 +1060,7 @@ class ChatPane(QWidget):
         when = f", {format_time(started)}" if isinstance(started, int | float) else ""
         self.banner_label.setText(f"Viewing “{title}”{when} — read-only")
         self.banner.show()
+        self.view.show_empty_state = False
         self.view.setModel(self.history_model)
         found = self.view.highlight(terms)
         if found:
@@ -1034,7 +1074,9 @@ class ChatPane(QWidget):
         """Back from an earlier session to the conversation in progress."""
         self.banner.hide()
         self.view.highlight(())
+        self.view.show_empty_state = True
         self.view.setModel(self.model)
+        self.view._update_empty()
         self._update_controls()
         self.input.setFocus()
 
