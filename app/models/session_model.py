@@ -183,7 +183,8 @@ class SessionModel(QAbstractListModel):
             Role.SESSION_ID: lambda: card["session_id"],
             Role.TITLE: lambda: title_of(card),
             Role.STARTED_AT: lambda: card.get("started_at"),
-            Role.DATE: lambda: short_date(card.get("started_at")),
+            # Under a day heading the day is said: the row gives the time.
+            Role.DATE: lambda: self._date(card),
             Role.PARENT_ID: lambda: card.get("parent_session_id"),
             Role.ROOT_ID: lambda: card.get("root_session_id"),
             Role.DEPTH: lambda: depth,
@@ -337,6 +338,12 @@ class SessionModel(QAbstractListModel):
             self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1))
         self.layoutAboutToBeChanged.emit()
         self.layoutChanged.emit()
+
+    def _date(self, card: dict[str, Any]) -> str:
+        started = card.get("started_at")
+        if self._paged and isinstance(started, int | float):
+            return datetime.fromtimestamp(started).strftime("%H:%M")
+        return short_date(started)
 
     def _day(self, row: int) -> str:
         if not self._paged or not 0 <= row < len(self._rows):

@@ -23,7 +23,7 @@ from PySide6.QtCore import (
     SignalInstance,
     Slot,
 )
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -269,6 +269,12 @@ class JourneyTimeline(QWidget):
         self._retime()
         self._update_buttons()
         self._draw_play_icon()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # Narrow (a dock beside the chat at 1000 px): the slider keeps the room, and the
+        # position is in its tooltip and the event list instead.
+        self.label.setVisible(self.width() >= 600)
 
     def _draw_play_icon(self) -> None:
         color = self.palette().color(self.play_button.foregroundRole())

@@ -194,9 +194,13 @@ class ChunkViewer(QDialog):
             QLabel(f"{len(chunk.versions)} version{'s' if len(chunk.versions) != 1 else ''}")
         )
         layout.addWidget(self.version_view, 1)
-        layout.addWidget(self.text, 1)
-        layout.addWidget(QLabel("Sessions"))
+        layout.addWidget(self.text, 2)
+        self.sessions_title = QLabel(
+            "Sessions" if chunk.session_ids else "No session recorded: written outside a chat"
+        )
+        layout.addWidget(self.sessions_title)
         layout.addWidget(self.session_view)
+        self.session_view.setVisible(bool(chunk.session_ids))
         layout.addWidget(self.related)
         layout.addWidget(self.buttons)
         self.resize(680, 560)

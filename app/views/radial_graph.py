@@ -79,6 +79,7 @@ LINKS_ALL_BELOW = 150  # visible nodes under which every term link is drawn
 LABELS_BELOW = 400  # nodes on screen under which labels are placed (those that fit)
 LABEL_WIDTH = 220  # px at zoom 1; a label may grow with the zoom up to LABEL_WIDTH_MAX
 LABEL_WIDTH_MAX = 640
+LABELS_MIN_SCALE = 90  # px: the disc's radius below which no labels are placed
 # A session's edge to a chunk more than this far round the circle is drawn along the
 # session's ring and then out, not as a chord through the middle.
 CURVE_ABOVE = 0.18  # radians
@@ -637,9 +638,12 @@ class RadialGraph(QWidget):
 
     def label_width(self) -> int:
         """How wide a label may be: more room as the view zooms in, in steps of 60 px so the
-        label cache is not rebuilt on every wheel notch."""
+        label cache is not rebuilt on every wheel notch; never much wider than the disc is
+        across (in a small dock a label would cover the graph it names)."""
         wanted = LABEL_WIDTH * max(1.0, self.zoom) ** 0.75
-        return int(min(LABEL_WIDTH_MAX, LABEL_WIDTH + (wanted - LABEL_WIDTH) // 60 * 60))
+        width = min(LABEL_WIDTH_MAX, LABEL_WIDTH + (wanted - LABEL_WIDTH) // 60 * 60)
+        disc = self._view().scale
+        return int(max(60, min(width, disc // 60 * 60 + 60)))
 
     def _label(self, index: int) -> tuple[QStaticText, int]:
         """Node ``index``'s label, elided, laid out once per journey and width (a static
@@ -710,7 +714,8 @@ class RadialGraph(QWidget):
         on_screen = live & (sx >= 0) & (sx <= view.width) & (sy >= 0) & (sy <= view.height)
         chosen = np.flatnonzero(on_screen)
         self.baked_labels = []
-        if not len(chosen) or len(chosen) > LABELS_BELOW:
+        # A disc under ~180 px across has no room for names; hovering still shows them.
+        if not len(chosen) or len(chosen) > LABELS_BELOW or view.scale < LABELS_MIN_SCALE:
             return
         cell = 48.0
         grid: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
