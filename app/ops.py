@@ -55,11 +55,10 @@ def changes_of_kinds(kinds: object) -> Changes:
 
 def error_result(exc: BaseException) -> dict[str, Any]:
     """A refused operation as the views show results: the error's own dict, or ``internal``."""
-    to_dict = getattr(exc, "to_dict", None)
-    if callable(to_dict):
-        result = to_dict()
-        if isinstance(result, dict):
-            return result
+    from engine.errors import CairnError
+
+    if isinstance(exc, CairnError):
+        return exc.to_dict()
     return {"ok": False, "error": "internal", "message": str(exc)}
 
 

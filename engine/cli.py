@@ -200,10 +200,13 @@ def _expected(exc: BaseException) -> tuple[str, str] | None:
 
     from engine.config import ConfigError
     from engine.db import DatabaseError
+    from engine.errors import CairnError
 
+    if isinstance(exc, CairnError):  # every refusal of a subsystem
+        return exc.code, exc.message
     code = getattr(exc, "code", None)
     message = getattr(exc, "message", None)
-    if isinstance(code, str) and isinstance(message, str):  # every engine error class
+    if isinstance(code, str) and isinstance(message, str):  # a command's own refusal
         return code, message
     if isinstance(exc, ConfigError | HomeError):
         return "config", str(exc)

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine import yamlsafe
 from engine.config import load_config
+from engine.errors import CairnError
 from engine.fsutil import atomic_write_text, locked
 from engine.home import Home
 from engine.memory import threats
@@ -58,13 +59,8 @@ CONTINUITY_CLOSE = "</previous_run_reply>"
 SEARCH_DAYS = 366 * 29
 
 
-class CronError(Exception):
+class CronError(CairnError):
     """A refused cron operation; ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class ScheduleError(ValueError):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from engine.changes import Changes, events
+from engine.errors import CairnError
 from engine.home import Home
 from engine.memory.approval import PendingQueue, PendingWrite
 from engine.memory.service import MemoryService
@@ -99,11 +100,8 @@ class PendingWrites:
                 settle: Callable[[str], dict[str, Any]] = owner.approve if approve else owner.reject
                 try:
                     outcomes.append(self._announced(owner, settle(record.id), applied=approve))
-                except Exception as exc:  # a skills or fact error: reported, the rest go on
-                    to_dict = getattr(exc, "to_dict", None)
-                    outcomes.append(
-                        to_dict()
-                        if callable(to_dict)
-                        else {"ok": False, "error": "internal", "message": str(exc)}
-                    )
+                except CairnError as exc:  # a skills or fact refusal: reported, the rest go on
+                    outcomes.append(exc.to_dict())
+                except Exception as exc:
+                    outcomes.append({"ok": False, "error": "internal", "message": str(exc)})
         return outcomes

@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from engine import cron
 from engine.config import DELETE, ConfigError, read_raw, update_config
+from engine.errors import CairnError
 from engine.fsutil import TEMP_PREFIX, atomic_write_text, locked
 from engine.home import (
     PROFILE_NAME,
@@ -60,11 +61,8 @@ STAGING_PREFIX = ".creating-"
 DELETING_PREFIX = ".deleting-"
 
 
-class ProfileError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class ProfileError(CairnError):
+    """A refused profile operation (``code``: ``invalid``, ``exists``, ``not_found``, …)."""
 
 
 class ProfileInfo(BaseModel):

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import CairnError
 from engine.providers.base import ToolCall
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,8 @@ class ToolRegistry:
             return ToolOutcome(call, result, f"{call.name}: invalid arguments")
         try:
             result = tool.handler(arguments)
+        except CairnError as exc:  # a refusal: the model reads why, in the subsystem's words
+            result = exc.to_dict()
         except Exception as exc:
             log.exception("tool %s failed", call.name)
             result = _failure("internal", f"{call.name} failed: {exc}"[:500])

@@ -12,7 +12,18 @@ import time
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Engine, Float, Index, Integer, String, Text, bindparam, insert, select
+from sqlalchemy import (
+    Engine,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    bindparam,
+    func,
+    insert,
+    select,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from engine.db import Base
@@ -147,6 +158,16 @@ class History:
             stmt = stmt.limit(limit)
         with Session(self._engine) as session:
             return [MemoryEvent.of(row) for row in session.scalars(stmt)]
+
+    def events_after(self, last_id: int) -> list[MemoryEvent] | None:
+        """Events with an id above ``last_id``, oldest first; None when the history no longer
+        reaches ``last_id`` (the database was replaced), so a reader replaying it incrementally
+        must start over."""
+        with Session(self._engine) as session:
+            if last_id and (session.scalar(select(func.max(MemoryEventRow.id))) or 0) < last_id:
+                return None
+            stmt = select(MemoryEventRow).where(MemoryEventRow.id > last_id)
+            return [MemoryEvent.of(r) for r in session.scalars(stmt.order_by(MemoryEventRow.id))]
 
     def get(self, event_id: int) -> MemoryEvent | None:
         with Session(self._engine) as session:

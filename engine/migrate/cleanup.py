@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from engine.errors import CairnError
 from engine.migrate.openclaw import STATE_DIR_ENV, STATE_DIR_NAMES
 
 SUFFIX = ".pre-migration"
@@ -32,11 +33,8 @@ MAX_SUFFIX = 999
 RenameStatus = Literal["planned", "renamed", "refused", "failed"]
 
 
-class CleanupError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class CleanupError(CairnError):
+    """A refused cleanup of a migrated source; ``code`` is stable for scripts."""
 
 
 class Rename(BaseModel):

@@ -45,6 +45,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from engine.config import Config, ConfigError, load_config
+from engine.errors import CairnError
 from engine.fsutil import (
     TEMP_PREFIX,
     atomic_write_bytes,
@@ -101,18 +102,9 @@ CopyAction = Literal["create", "replace", "unchanged", "kept", "blocked", "skipp
 Progress = Callable[[str, int, int], None]
 
 
-class MigrationError(Exception):
+class MigrationError(CairnError):
     """The migration was refused or stopped; ``code`` is stable, ``message`` says why and
     what to do. Nothing was changed unless the message says otherwise."""
-
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, "message": self.message, **self.details}
 
 
 class MigrationCancelled(MigrationError):

@@ -26,6 +26,9 @@ The hooks, in the order the agent calls them:
    to the summariser.
 6. ``on_session_end(messages)`` when a session ends: ``/new``, compression, closing.
 7. ``shutdown()`` once, when the agent closes.
+
+Outside a session, ``journey_facts()`` (optional) lists what the provider holds now, so
+``cairn journey`` and the window's journey show any provider's facts beside memory's chunks.
 """
 
 from __future__ import annotations
@@ -33,10 +36,30 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from engine.providers.base import ChatMessage
 from engine.tools import Tool
 
-__all__ = ["MemoryProvider"]
+__all__ = ["MemoryProvider", "ProviderFact"]
+
+
+class ProviderFact(BaseModel):
+    """One fact a provider holds, as the journey shows it.
+
+    ``created_at`` and ``updated_at`` (unix seconds) place it on the timeline: a fact whose
+    ``updated_at`` moved is shown as changed then; one no longer listed, as removed when the
+    journey noticed. ``id`` is unique within the provider.
+    """
+
+    id: int | str
+    content: str
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    trust: float | None = None
+    retrievals: int | None = None
+    created_at: float
+    updated_at: float
 
 
 class MemoryProvider(ABC):
@@ -88,6 +111,15 @@ class MemoryProvider(ABC):
     def on_session_end(self, messages: list[ChatMessage]) -> None:
         """The session with ``messages`` has ended."""
         return
+
+    # -- the journey ---------------------------------------------------------------------
+
+    def journey_facts(self) -> list[ProviderFact] | None:
+        """Every fact the provider holds now (not its copies of MEMORY.md and USER.md, which
+        the journey shows already), for the journey; None (the default) for a provider with
+        nothing to show. Called outside sessions, possibly with no agent running: read
+        without creating anything."""
+        return None
 
     # -- tools and lifetime --------------------------------------------------------------
 

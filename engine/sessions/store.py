@@ -275,6 +275,17 @@ class SessionStore:
                 found.update(r[0] for r in rows)
         return found
 
+    def get_sessions(self, ids: Iterable[str]) -> dict[str, SessionInfo]:
+        """The stored sessions among ``ids``, by id; asked in chunks like :meth:`has_sessions`."""
+        wanted = sorted(set(ids))
+        found: dict[str, SessionInfo] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), ID_CHUNK):
+                chunk = wanted[start : start + ID_CHUNK]
+                for row in conn.execute(select(sessions_t).where(sessions_t.c.id.in_(chunk))):
+                    found[row.id] = _session(row)
+        return found
+
     def list_sessions(
         self, limit: int = 20, offset: int = 0, source: str | None = None
     ) -> list[SessionInfo]:

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.errors import CairnError
 from engine.fsutil import decode_utf8, resolves_inside
 from engine.home import Home
 
@@ -90,21 +91,12 @@ _WINDOWS_DEVICES = frozenset(
 _FORBIDDEN_CHARS = frozenset('<>:"|?*\\')
 
 
-class SkillError(Exception):
+class SkillError(CairnError):
     """A skill operation was refused; nothing was written.
 
     ``code`` is stable for scripts: ``invalid``, ``not_found``, ``exists``, ``no_match``,
     ``ambiguous``, ``too_large``, ``path``, ``blocked``, ``malformed``, ``io``.
     """
-
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, "message": self.message, **self.details}
 
 
 # --------------------------------------------------------------------------------------------

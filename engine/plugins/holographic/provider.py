@@ -19,14 +19,16 @@ What it does with each hook:
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 from typing import Any
 
 from engine.config import Config
 from engine.home import Home
 from engine.memory.entries import Target
 from engine.memory.store import MemoryStore
-from engine.plugins.base import MemoryProvider
+from engine.plugins.base import MemoryProvider, ProviderFact
 from engine.plugins.holographic.pending import FactStaging
 from engine.plugins.holographic.store import FactStore, FactStoreError, NewFact
 from engine.plugins.holographic.text import keywords
@@ -39,6 +41,14 @@ log = logging.getLogger(__name__)
 PREFETCH_LIMIT = 5
 PREFETCH_MIN_TRUST = 0.3
 MIRROR_PREFIX = "builtin:"
+
+
+def _json_list(raw: object) -> list[str]:
+    try:
+        value = json.loads(str(raw))
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 class HolographicProvider(MemoryProvider):
@@ -126,6 +136,39 @@ class HolographicProvider(MemoryProvider):
             self.store.add(NewFact(content=content, tags=[f"memory-{target}"], source=source))
         except FactStoreError as exc:
             log.info("built-in memory entry not mirrored: %s", exc.message)
+
+    def journey_facts(self) -> list[ProviderFact] | None:
+        """The fact store's facts, read-only; None when there is no store (opening it here
+        never creates one, and a store another process is writing is only read)."""
+        path = self.home.memory_store_db
+        if not path.is_file():
+            return None
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = conn.execute(
+                "SELECT id, content, entities, tags, trust, retrieval_count, created_at, "
+                "updated_at FROM facts WHERE source NOT LIKE ? ORDER BY id",
+                (MIRROR_PREFIX + "%",),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            conn.close()
+        return [
+            ProviderFact.model_construct(
+                id=int(row[0]),
+                content=str(row[1]),
+                entities=_json_list(row[2]),
+                tags=_json_list(row[3]),
+                trust=float(row[4]),
+                retrievals=int(row[5]),
+                created_at=float(row[6]),
+                updated_at=float(row[7]),
+            )
+            for row in rows
+        ]
 
     def on_pre_compress(self, messages: list[ChatMessage]) -> str:
         asked = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]

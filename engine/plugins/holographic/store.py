@@ -64,6 +64,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 
 from engine.db import sqlite_engine
+from engine.errors import CairnError
 from engine.memory import threats
 from engine.plugins.holographic import hrr
 from engine.plugins.holographic.text import (
@@ -222,13 +223,8 @@ _FTS_DDL = (
 )
 
 
-class FactStoreError(Exception):
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.code, self.message, self.details = code, message, details
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, "message": self.message, **self.details}
+class FactStoreError(CairnError):
+    """A refused fact store operation; ``code`` is stable for scripts."""
 
 
 # -- data -------------------------------------------------------------------------------------
