@@ -303,8 +303,10 @@ def main() -> None:
         journey = window.journey
         wait_for(
             app,
-            lambda: journey.bundle is not None
-            and any(c.text == refined for c in journey.bundle.journey.chunks),
+            lambda: (
+                journey.bundle is not None
+                and any(c.text == refined for c in journey.bundle.journey.chunks)
+            ),
         )
         chunk = next(c for c in journey.bundle.journey.chunks if c.text == refined)
         journey.view_item(chunk.key)

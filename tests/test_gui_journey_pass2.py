@@ -9,10 +9,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from app.models.journey_model import SESSION_NODE
+from app.models.journey_model import SESSION_NODE, bundle
 from app.views.journey_view import ChunkViewer, JourneyView
-from engine.journey import Journey
+from engine.journey import Journey, load_journey
 from engine.memory.entries import Target
+from engine.memory.service import MemoryService
 from tests import test_journey_view as base
 
 # The same journey and view as the first pass's tests.
@@ -145,3 +146,25 @@ def test_rings_do_not_repeat_one_label(view: JourneyView) -> None:
     rings = view.graph.ring_labels()
     labels = [label for _radius, label in rings if label]
     assert labels and len(labels) == len(set(labels))
+
+
+def test_a_first_batch_is_not_stacked_at_the_centre(service: MemoryService) -> None:
+    """Twenty entries written at one moment used to share the innermost ring; they now
+    spread out in the order they were learned, and later ones lie further out still."""
+    first = [f"first batch entry {n:02d}" for n in range(20)]
+    service.write(Target.MEMORY, [{"action": "add", "content": text} for text in first])
+    for n in range(3):
+        service.write(Target.MEMORY, [{"action": "add", "content": f"later entry {n}"}])
+    loaded = bundle(load_journey(service))
+    layout = loaded.layout
+    radius = {
+        chunk.text: float(
+            np.hypot(layout.x[layout.index[chunk.key]], layout.y[layout.index[chunk.key]])
+        )
+        for chunk in loaded.journey.chunks
+    }
+    batch = [radius[text] for text in first]
+    assert len({round(r, 4) for r in batch}) == 20  # each on a ring of its own
+    assert batch == sorted(batch)  # in the order they were learned
+    assert max(batch) - min(batch) > 0.5
+    assert min(radius[f"later entry {n}"] for n in range(3)) > max(batch)
