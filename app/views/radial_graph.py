@@ -523,33 +523,44 @@ class RadialGraph(QWidget):
         disc, and edges from one session to one sector share that arc (a bundle)."""
         if not len(pairs):
             return
+        straight, path, curved = self._route(view, sx, sy, pairs)
+        self.curved_edges = curved
+        self._draw_edges(painter, sx, sy, straight, color)
+        if curved:
+            painter.setPen(QPen(color, 1))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(path)
+
+    def _route(
+        self, view: _View, sx: np.ndarray, sy: np.ndarray, pairs: np.ndarray
+    ) -> tuple[np.ndarray, QPainterPath, int]:
+        """Split ``pairs`` into those drawn straight and a path for the rest: an edge with a
+        session at one end reaching more than :data:`CURVE_ABOVE` round the circle goes
+        along the session's ring, then straight out to the other end."""
+        assert self.layout_data is not None
+        path = QPainterPath()
+        if not len(pairs):
+            return pairs, path, 0
+        kind = self.layout_data.kind
         dx, dy = sx - view.cx, sy - view.cy
         theta = np.arctan2(dx, -dy)  # 0 at the top, clockwise, as the layout lays it out
         radius = np.hypot(dx, dy)
         a, b = pairs[:, 0], pairs[:, 1]
-        # The session end of each edge: the one drawn as a diamond.
-        assert self.layout_data is not None
-        b_is_session = self.layout_data.kind[b] == SESSION_NODE
+        b_is_session = kind[b] == SESSION_NODE
         session = np.where(b_is_session, b, a)
-        chunk = np.where(b_is_session, a, b)
-        turn = (theta[chunk] - theta[session] + math.pi) % (2 * math.pi) - math.pi
-        far = np.abs(turn) > CURVE_ABOVE
-        self.curved_edges = int(far.sum())
-        self._draw_edges(painter, sx, sy, pairs[~far], color)
-        if not far.any():
-            return
-        path = QPainterPath()
-        for s_i, c_i, sweep in zip(
-            session[far].tolist(), chunk[far].tolist(), turn[far].tolist(), strict=True
+        other = np.where(b_is_session, a, b)
+        has_session = (kind[a] == SESSION_NODE) | b_is_session
+        turn = (theta[other] - theta[session] + math.pi) % (2 * math.pi) - math.pi
+        far = has_session & (np.abs(turn) > CURVE_ABOVE)
+        for s_i, o_i, sweep in zip(
+            session[far].tolist(), other[far].tolist(), turn[far].tolist(), strict=True
         ):
             r = float(radius[s_i])
             path.moveTo(float(sx[s_i]), float(sy[s_i]))
             start = 90.0 - math.degrees(float(theta[s_i]))
             path.arcTo(QRectF(view.cx - r, view.cy - r, 2 * r, 2 * r), start, -math.degrees(sweep))
-            path.lineTo(float(sx[c_i]), float(sy[c_i]))
-        painter.setPen(QPen(color, 1))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(path)
+            path.lineTo(float(sx[o_i]), float(sy[o_i]))
+        return pairs[~far], path, int(far.sum())
 
     @staticmethod
     def _draw_edges(
@@ -623,18 +634,18 @@ class RadialGraph(QWidget):
             if not len(pairs):
                 continue
             touching = pairs[(pairs[:, 0] == index) | (pairs[:, 1] == index)]
+            touching = touching[drawn[touching[:, 0]] & drawn[touching[:, 1]]]
             pen.setStyle(style)
             painter.setPen(pen)
-            for a, b in touching.tolist():
-                if drawn[a] and drawn[b]:
-                    painter.drawLine(
-                        QPointF(
-                            view.cx + layout.x[a] * view.scale, view.cy + layout.y[a] * view.scale
-                        ),
-                        QPointF(
-                            view.cx + layout.x[b] * view.scale, view.cy + layout.y[b] * view.scale
-                        ),
-                    )
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            sx = view.cx + layout.x * view.scale
+            sy = view.cy + layout.y * view.scale
+            # The selection's sessions are routed as the tree's edges are: round, not across.
+            straight, path, curved = self._route(view, sx, sy, touching)
+            for a, b in straight.tolist():
+                painter.drawLine(QPointF(sx[a], sy[a]), QPointF(sx[b], sy[b]))
+            if curved:
+                painter.drawPath(path)
 
     def label_width(self) -> int:
         """How wide a label may be: more room as the view zooms in, in steps of 60 px so the
