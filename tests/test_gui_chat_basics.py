@@ -209,3 +209,19 @@ def test_an_empty_conversation_says_where_to_start(qtbot: QtBot, pane: ChatPane)
     assert not hint.isVisible()  # the live one has messages
     pane.clear()
     assert hint.isVisible()
+
+
+def test_a_message_sent_without_a_model_is_kept(qtbot: QtBot, pane: ChatPane) -> None:
+    pane._submit("plan the garden")
+    assert pane.input.toPlainText() == ""
+    pane.on_reply_finished(
+        {
+            "reply": "",
+            "cancelled": False,
+            "error": "no model is configured: run `cairn model` to choose one",
+            "error_kind": "config",
+        }
+    )
+    assert pane.input.toPlainText() == "plan the garden"  # the draft is back
+    shown = pane.transcript_text()
+    assert "panel above the chat" in shown and "cairn model" not in shown and not pane.busy

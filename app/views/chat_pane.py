@@ -90,6 +90,10 @@ from app.views.markdown import (
 )
 
 STREAM_INTERVAL_MS = 50
+NO_MODEL = (
+    "No model is set up yet, so nothing was sent; your message is back in the box. Choose "
+    "one in the panel above the chat (or File › Settings…), then send it again."
+)
 EMPTY_STATE = (
     "<p style='font-size:large'><b>What are we working on?</b></p>"
     "<p>Cairn keeps a short memory of what matters (the Memory panel) and every past "
@@ -858,6 +862,7 @@ class ChatPane(QWidget):
         self._busy = False
         self._stopping = False
         self._error_noticed = False
+        self._last_sent = ""
 
         self.banner = QFrame()
         self.banner.setFrameShape(QFrame.Shape.StyledPanel)
@@ -939,6 +944,7 @@ class ChatPane(QWidget):
             return
         self.input.remember(text)
         self.input.clear()
+        self._last_sent = text
         self.model.add_user(text)
         self._error_noticed = False
         self._set_busy(True)
@@ -1021,7 +1027,14 @@ class ChatPane(QWidget):
             str(result.get("reply") or ""), cancelled=bool(result.get("cancelled"))
         )
         error = result.get("error")
-        if error and not self._error_noticed:
+        if result.get("error_kind") == "config" and not result.get("reply"):
+            # No model (or its key missing): nothing was sent. The message goes back in the
+            # box, and the notice points to where a model is chosen, not to the terminal.
+            if not self.input.toPlainText().strip() and self._last_sent:
+                self.input.setPlainText(self._last_sent)
+                self.input.moveCursor(QTextCursor.MoveOperation.End)
+            self.model.add_notice("error", NO_MODEL)
+        elif error and not self._error_noticed:
             self.model.add_notice("error", str(error))
         self._set_busy(False)
 
