@@ -299,6 +299,10 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _configure_model(self, patch: object) -> None:
+        # Opening the model can take seconds (the SDK loads, the server is asked for its
+        # window): say so at once rather than look as if nothing happened.
+        name = patch.get("model") if isinstance(patch, dict) else None
+        self.statusBar().showMessage(f"Connecting to {name or 'the model'}…")
         self.runner.run(
             lambda w: w.configure_model(dict(patch)),  # type: ignore[call-overload]
             initiator=self.setup,
