@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QTextCursor
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 
-from app.views.chat_pane import ChatPane
+from app.views.chat_pane import WHOLE_REPLY_CHARS, ChatPane
 from app.views.markdown import Colors, to_document
 
 CODE = 'def load(key: str) -> bytes:\n    return cache.get(key)  # "warm"'
@@ -127,9 +127,16 @@ def test_a_scrolled_up_user_gets_a_button_back_to_the_bottom(qtbot: QtBot, pane:
     assert bar.value() == bar.maximum()
 
 
-def test_a_reloaded_reply_is_drawn_as_it_was_live(qtbot: QtBot, pane: ChatPane) -> None:
-    """Tables (and everything around them) take the same room live and read back."""
-    turn(pane, "options?", TABLE_REPLY)
+@pytest.mark.parametrize("padding", [0, 40], ids=["short", "long"])
+def test_a_reloaded_reply_is_drawn_as_it_was_live(
+    qtbot: QtBot, pane: ChatPane, padding: int
+) -> None:
+    """Tables (and everything around them) take the same room live and read back; a long
+    reply (over WHOLE_REPLY_CHARS, kept in the pieces it streamed in) as well."""
+    filler = "".join(f"Paragraph {n} " + "of words " * 40 + "\n\n" for n in range(padding))
+    reply = filler + TABLE_REPLY
+    assert (len(reply) > WHOLE_REPLY_CHARS) is bool(padding)
+    turn(pane, "options?", reply)
     live = pane.view.document()
     live_height = live.documentLayout().documentSize().height()
     live_text = pane.transcript_text()
@@ -139,7 +146,7 @@ def test_a_reloaded_reply_is_drawn_as_it_was_live(qtbot: QtBot, pane: ChatPane) 
             "session": {"title": "options"},
             "messages": [
                 {"role": "user", "content": "options?"},
-                {"role": "assistant", "content": TABLE_REPLY},
+                {"role": "assistant", "content": reply},
             ],
         }
     )

@@ -90,6 +90,9 @@ from app.views.markdown import (
 )
 
 STREAM_INTERVAL_MS = 50
+# A finished reply up to this size is drawn as one document (~15 ms), live and reloaded; a
+# longer one keeps the pieces it streamed in, and is cut into them again when reloaded.
+WHOLE_REPLY_CHARS = 12_000
 NO_MODEL = (
     "No model is set up yet, so nothing was sent; your message is back in the box. Choose "
     "one in the panel above the chat (or File › Settings…), then send it again."
@@ -457,13 +460,16 @@ class TranscriptView(QTextBrowser):
             return
         item = self._model.item(row)
         colors = self._colors
-        if item.kind is Kind.ASSISTANT:
-            # Finished replies too, read back from a stored session or rebuilt for a new
-            # palette: cut into the pieces a stream would have, so a reloaded reply is drawn
-            # exactly as it was live (spacing around tables and code boxes included).
+        if item.kind is Kind.ASSISTANT and (
+            item.streaming or item.uid in self._streams or len(item.text) > WHOLE_REPLY_CHARS
+        ):
+            # A long finished reply (read back, or rebuilt for a new palette) is cut into the
+            # pieces its stream had, so it is drawn as it was live.
             self._render_stream(item, frame)
             return
-        if item.kind is Kind.TOOL:
+        if item.kind is Kind.ASSISTANT:
+            doc = assistant_document(item.text, colors, cancelled=item.cancelled)
+        elif item.kind is Kind.TOOL:
             doc = tool_document(item, colors)
         elif item.kind is Kind.NOTICE:
             doc = notice_document(item, colors, self._notifications)
@@ -491,9 +497,14 @@ class TranscriptView(QTextBrowser):
             collapse_block(self.document().findBlock(stream.tail.firstPosition()))
         if item.streaming:
             return
-        # Done. The pieces stay: they render as the whole text would, and rendering a long
-        # reply again in one go would freeze the window (~170 ms for 100 kB) for nothing.
         del self._streams[item.uid]
+        if len(text) <= WHOLE_REPLY_CHARS:
+            # Done, and short: drawn again as one document, as a reloaded reply is, so live
+            # and reloaded look alike (spacing around tables and code boxes included).
+            self._fill(frame, assistant_document(text, self._colors, cancelled=item.cancelled))
+            return
+        # Done, and long: the pieces stay (rendering it again in one go would freeze the
+        # window, ~170 ms for 100 kB), and a reload cuts it into the same pieces.
         if item.cancelled:
             marker = self._child_frame(frame)
             self._fill(marker, assistant_document("", self._colors, cancelled=True))
