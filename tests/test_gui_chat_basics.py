@@ -3,6 +3,8 @@ a way back to the bottom, a reloaded reply drawn as it was live, regenerate and 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QTextCursor
@@ -18,6 +20,13 @@ TABLE_REPLY = (
     "Here are the options:\n\n| Option | Effect |\n|:--|--:|\n| `retry` | three reads |\n"
     "| cap | 2 s |\n\nAfter the table.\n"
 )
+
+
+@pytest.fixture(autouse=True)
+def _clipboard_emptied(qapp: QApplication) -> Iterator[None]:
+    # What a test copied does not outlive it (the tests after it share the clipboard).
+    yield
+    QApplication.clipboard().clear()
 
 
 @pytest.fixture
@@ -64,7 +73,6 @@ def test_the_code_block_and_the_message_can_be_copied(qtbot: QtBot, pane: ChatPa
     assert QApplication.clipboard().text() == CODE
     found["Copy message"].trigger()  # type: ignore[attr-defined]
     assert QApplication.clipboard().text() == REPLY  # the markdown, as the model wrote it
-    assert "deploy" in QApplication.clipboard().mimeData().html()
     # Over prose there is no code block to copy.
     assert "Copy code block" not in actions(pane.view.context_menu_at(point_of(pane, "Then")))
     # The user's own message copies as typed.
@@ -84,7 +92,7 @@ def foregrounds(doc_text: str, colors: Colors, needle: str) -> set[str]:
 
 
 @pytest.mark.parametrize("dark", [False, True])
-def test_code_that_names_its_language_is_coloured(dark: bool) -> None:
+def test_code_that_names_its_language_is_coloured(qapp: QApplication, dark: bool) -> None:
     palette = QApplication.palette()
     if dark:
         palette.setColor(palette.ColorRole.Base, QColor("#17181a"))

@@ -25,7 +25,6 @@ from typing import Any
 from PySide6.QtCore import (
     QByteArray,
     QEvent,
-    QMimeData,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -85,7 +84,6 @@ from app.views.markdown import (
     collapse_around,
     collapse_block,
     to_document,
-    to_html,
     wrap_code_runs,
 )
 
@@ -716,23 +714,22 @@ class TranscriptView(QTextBrowser):
         return "\n".join(lines)
 
     def copy_message(self, row: int) -> None:
-        """Row ``row`` to the clipboard: a reply as its markdown (and as rich text), anything
-        else as the text shown."""
+        """Row ``row`` to the clipboard: a reply as its markdown, a tool call with its
+        arguments and result, anything else as the text shown. Plain text only: mime data
+        made here is freed twice when the application exits (PySide6 6.11, measured)."""
         if self._model is None or not 0 <= row < self._model.rowCount():
             return
         item = self._model.item(row)
-        mime = QMimeData()
         if item.kind is Kind.ASSISTANT:
-            mime.setText(item.text)
-            mime.setHtml(to_html(item.text, self._colors))
+            text = item.text
         elif item.kind is Kind.TOOL:
-            mime.setText(
+            text = (
                 f"{item.line()}\n\narguments:\n{pretty(item.arguments)}\n\nresult:\n"
                 f"{pretty(item.result)}"
             )
         else:
-            mime.setText(item.line())
-        QApplication.clipboard().setMimeData(mime)
+            text = item.line()
+        QApplication.clipboard().setText(text)
 
     @staticmethod
     def copy_text(text: str) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -146,6 +147,13 @@ class ChunkViewer(QDialog):
             row[0].setToolTip(sid)
             self.sessions.appendRow(row)
         self.session_view = self._table(self.sessions)
+        # The title takes the room left; no sideways scrolling in a table of a few rows.
+        header = self.session_view.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in (1, 2):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self.session_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.session_view.setMaximumHeight(
             self.session_view.sizeHintForRow(0) * min(4, max(1, len(chunk.session_ids))) + 30
         )
