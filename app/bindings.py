@@ -51,7 +51,15 @@ def bind_memory_panel(
             lambda exc: panel.show_edit_result(error_result(exc))
         )
 
+    def undo() -> None:
+        from engine import ops
+
+        runner.run(lambda w: ops.memory_undo(w.memory()), initiator=panel).success(
+            lambda r: panel.show_undo_result(r.result)
+        ).failure(lambda exc: panel.show_undo_result(error_result(exc)))
+
     panel.editRequested.connect(edit)
+    panel.undoRequested.connect(undo)
     return bind(runner, state.memory_changed, state.memory_state, show or panel.apply_changes)
 
 

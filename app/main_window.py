@@ -13,20 +13,31 @@ window is on screen before the engine has loaded.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFrame,
+    QMainWindow,
+    QScrollArea,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import bindings, state
 from app.ops import OpRunner
 from app.scheduler import CronScheduler
 from app.state import ChangeSet
+from app.theme import set_theme
 from app.views.chat_pane import ChatPane
 from app.views.memory_panel import MemoryPanel
 from app.views.pending_dialog import PendingBadge, PendingDialog
-from app.views.session_list import SessionList
+from app.views.session_list import PAGE, SEARCH_RESULTS, SessionList
 from app.views.setup_panel import SetupPanel
 from app.watcher import HomeWatcher
 from app.worker import EngineWorker
@@ -34,7 +45,9 @@ from engine.home import Home
 
 if TYPE_CHECKING:
     from app.views.journey_view import JourneyView
+    from app.views.settings_dialog import SettingsDialog
     from engine.changes import Changes
+    from engine.config import Config
     from engine.cron import RunResult
     from engine.ops import OpResult
 
@@ -64,7 +77,14 @@ class MainWindow(QMainWindow):
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(8, 8, 8, 8)
-        column.addWidget(self.setup)
+        # Scrolled when the window is short: the panel must not set the window's height.
+        self.setup_area = QScrollArea()
+        self.setup_area.setWidget(self.setup)
+        self.setup_area.setWidgetResizable(True)
+        self.setup_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.setup_area.setMinimumHeight(72)
+        self.setup_area.hide()
+        column.addWidget(self.setup_area)
         column.addWidget(self.chat, 1)
         self.setCentralWidget(central)
 
@@ -79,6 +99,11 @@ class MainWindow(QMainWindow):
         self._last_memory: ChangeSet | None = None  # for a journey view made later
         self.journey_dock = QDockWidget("Journey", self)
         self.journey_dock.setObjectName("journey-dock")
+        self.journey_dock.setToolTip("Double-click the title to open the journey in its own window")
+        # The side docks keep the window's full height; the journey docks under the chat
+        # only, so opening it does not squeeze the memory lists to a row or two.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.journey_dock)
         self.journey_dock.hide()
         self.journey_dock.visibilityChanged.connect(self._on_journey_visibility)
@@ -102,7 +127,13 @@ class MainWindow(QMainWindow):
         if self.watcher is not None:
             self.watcher.filesChanged.connect(self.runner.external)
         self._settings = QSettings(str(home.root / "desktop.ini"), QSettings.Format.IniFormat)
+        self._sessions_loaded = PAGE  # how far the session list has been paged
+        self._journey_sized = False  # given its first height (a restored layout has one)
         self._restore_layout()
+        self._journey_sized = not self.journey_dock.isHidden()
+        self.settings_dialog: SettingsDialog | None = None
+        if self.theme() != "system":
+            set_theme(QApplication.instance(), self.theme())  # type: ignore[arg-type]
         self._thread.start()
         bindings.start(self.runner)
         if self.watcher is not None:
@@ -144,6 +175,11 @@ class MainWindow(QMainWindow):
         self.sessions.searchRequested.connect(self._search_sessions)
         self.sessions.sessionActivated.connect(self._load_session)
         self.sessions.newSessionRequested.connect(self.new_session)
+        self.sessions.pageRequested.connect(self._session_page)
+        self.sessions.checkRequested.connect(self._check_sessions)
+        self.sessions.renameRequested.connect(self._rename_session)
+        self.sessions.deleteRequested.connect(self._delete_sessions)
+        self.sessions.exportRequested.connect(self._export_sessions)
 
         self.badge.clicked.connect(self.show_pending)
 
@@ -160,6 +196,7 @@ class MainWindow(QMainWindow):
         bind(state.model_changed, state.model_state, self._show_model)
         # One selection: the panel's row selects the chunk, the chunk selects the panel's row.
         self.memory.entrySelected.connect(self._on_panel_selection)
+        self.memory.newSessionRequested.connect(self.new_session)
 
     # -- requests (each an operation or a query on the engine thread) ----------------------
 
@@ -177,9 +214,66 @@ class MainWindow(QMainWindow):
         else:
             self.chat.on_reply_finished(result.result)
 
+    @Slot(int, int)
+    def _session_page(self, offset: int, count: int) -> None:
+        self.runner.query(lambda w: state.session_page(w, offset, count)).success(
+            self._show_session_page
+        ).failure(lambda exc: self.sessions.show_status(f"sessions could not be read: {exc}"))
+
+    def _show_session_page(self, page: dict[str, Any]) -> None:
+        if not isinstance(page, dict) or "cards" not in page:
+            return
+        self.sessions.show_page(page["offset"], page["cards"], page["total"])
+        self._sessions_loaded = max(PAGE, self.sessions.model.loaded())
+
+    @Slot()
+    def _check_sessions(self) -> None:
+        self.runner.query(state.session_signature).success(self.sessions.show_signature).failure(
+            lambda _exc: None  # no agent yet: nothing to compare
+        )
+
+    def _session_op(self, op: Callable[[Any], OpResult]) -> None:
+        self.runner.run(op, initiator=self.sessions).success(
+            lambda r: self.sessions.show_status(r.message)
+        ).failure(lambda exc: self._session_op_failed(exc))
+
+    def _session_op_failed(self, exc: BaseException) -> None:
+        self.sessions.show_status(f"Not done: {getattr(exc, 'message', None) or exc}")
+        self._session_page(0, self._sessions_loaded)  # show the store as it is
+
+    @Slot(str, str)
+    def _rename_session(self, session_id: str, title: str) -> None:
+        from engine.ops import sessions as session_ops
+
+        self._session_op(
+            lambda w: session_ops.session_rename(w.need_agent().store, session_id, title)
+        )
+
+    @Slot(object)
+    def _delete_sessions(self, session_ids: list[str]) -> None:
+        from engine.ops import sessions as session_ops
+
+        ids = list(session_ids)
+        self._session_op(lambda w: session_ops.session_delete(w.need_agent().store, ids))
+
+    @Slot(object, str)
+    def _export_sessions(self, session_ids: list[str], path: str) -> None:
+        from pathlib import Path
+
+        from engine.ops import sessions as session_ops
+
+        ids = list(session_ids)
+        self._session_op(
+            lambda w: session_ops.sessions_export(w.need_agent().store, ids, Path(path))
+        )
+
     @Slot(str)
     def _search_sessions(self, query: str) -> None:
-        arguments = {"mode": "discover", "query": query} if query.strip() else {"mode": "browse"}
+        arguments: dict[str, object] = (
+            {"mode": "discover", "query": query, "limit": SEARCH_RESULTS}
+            if query.strip()
+            else {"mode": "browse"}
+        )
         self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
             lambda found: self.sessions.show_sessions(query, found)
         ).failure(lambda exc: self.chat.on_failed(str(exc)))
@@ -187,8 +281,9 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _load_session(self, session_id: str) -> None:
         arguments = {"mode": "read", "session_id": session_id}
+        terms = self.sessions.matched_terms(session_id)  # opened from a search: its words
         self.runner.query(lambda w: w.need_agent().search_tool(arguments, for_user=True)).success(
-            self.chat.show_session
+            lambda found: self.chat.show_session(found, terms)
         ).failure(lambda exc: self.chat.on_failed(str(exc)))
 
     @Slot()
@@ -204,6 +299,10 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _configure_model(self, patch: object) -> None:
+        # Opening the model can take seconds (the SDK loads, the server is asked for its
+        # window): say so at once rather than look as if nothing happened.
+        name = patch.get("model") if isinstance(patch, dict) else None
+        self.statusBar().showMessage(f"Connecting to {name or 'the model'}…")
         self.runner.run(
             lambda w: w.configure_model(dict(patch)),  # type: ignore[call-overload]
             initiator=self.setup,
@@ -232,6 +331,11 @@ class MainWindow(QMainWindow):
     def _on_journey_visibility(self, visible: bool) -> None:
         if visible:
             _ = self.journey
+            if not self._journey_sized and not self.journey_dock.isFloating():
+                self._journey_sized = True
+                # The chat stays the larger part: the journey opens at under half the height.
+                height = max(self.journey_dock.minimumSizeHint().height(), self.height() * 2 // 5)
+                self.resizeDocks([self.journey_dock], [height], Qt.Orientation.Vertical)
 
     def _actions(self) -> None:
         toolbar = QToolBar("Main")
@@ -256,7 +360,17 @@ class MainWindow(QMainWindow):
         self.migrate_action = self._action(
             "Import from OpenClaw…", "Ctrl+Shift+I", self.open_migration, None
         )
-        self.menuBar().addMenu("&File").addActions([self.migrate_action])
+        self.settings_action = self._action(
+            "Settings…", QKeySequence.StandardKey.Preferences, self.open_settings, None
+        )
+        if self.settings_action.shortcut().isEmpty():
+            self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.menuBar().addMenu("&File").addActions([self.settings_action, self.migrate_action])
+        # Ctrl+Z here is memory's: a text box with the focus keeps it for its own typing.
+        self.undo_action = self._action(
+            "Undo memory change", QKeySequence.StandardKey.Undo, self.memory.request_undo, None
+        )
+        self.menuBar().addMenu("&Edit").addActions([self.undo_action])
         # Staged writes and whether writes are staged at all, where a user looks for them.
         self.approval_action = QAction("Stage memory writes for approval", self)
         self.approval_action.setCheckable(True)
@@ -300,6 +414,65 @@ class MainWindow(QMainWindow):
         wizard.migrated.connect(lambda _r: self.runner.announce(_everything(), "migration"))
         wizard.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         wizard.show()
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def theme(self) -> str:
+        return str(self._settings.value("theme", "system") or "system")
+
+    @Slot()
+    def open_settings(self) -> None:
+        """Read the settings on the engine thread, then show them."""
+
+        def read(_w: EngineWorker) -> Config:
+            from engine.config import load_config
+
+            return load_config(self.home)
+
+        self.runner.query(read).success(self._show_settings).failure(
+            lambda exc: self.statusBar().showMessage(f"settings could not be read: {exc}", 10_000)
+        )
+
+    def _show_settings(self, config: Config) -> None:
+        from app.views.settings_dialog import SettingsDialog
+
+        if self.settings_dialog is not None and self.settings_dialog.isVisible():
+            self.settings_dialog.raise_()
+            return
+        dialog = SettingsDialog(config, self.theme(), self)
+        dialog.saveRequested.connect(self._save_settings)
+        self.settings_dialog = dialog
+        dialog.show()
+
+    @Slot(object, str)
+    def _save_settings(self, patch: dict[str, dict[str, object]], theme: str) -> None:
+        dialog = self.settings_dialog
+        if theme != self.theme():
+            self._settings.setValue("theme", theme)
+            set_theme(QApplication.instance(), theme)  # type: ignore[arg-type]
+        model = patch.get("model")
+        rest = {k: v for k, v in patch.items() if k != "model"}
+
+        def write(w: EngineWorker) -> OpResult:
+            from engine import ops
+
+            written = ops.config_update(self.home, rest) if rest else None
+            # A new model means a new agent and a new session; the rest applies as it is.
+            return w.configure_model(dict(model)) if model else written  # type: ignore[return-value]
+
+        def done(result: OpResult) -> None:
+            if result.status == "command":
+                self.chat.on_command_finished(result.result)
+            if dialog is not None:
+                dialog.saved()
+
+        if not patch:
+            if dialog is not None:
+                dialog.saved()
+            return
+        self.runner.run(write, initiator=dialog).success(done).failure(
+            lambda exc: dialog.show_error(str(exc)) if dialog is not None else None
+        )
 
     @Slot()
     def focus_search(self) -> None:
@@ -377,13 +550,17 @@ class MainWindow(QMainWindow):
             self._start_scheduler()
 
     def _show_sessions(self, changes: ChangeSet) -> None:
+        # The newest page again; the older pages loaded by scrolling stay.
         if changes.sessions is not None:
-            self.sessions.show_recent(changes.sessions)
+            self.sessions.show_page(0, changes.sessions, changes.sessions_total, keep_older=True)
 
     def _show_model(self, changes: ChangeSet) -> None:
         if changes.model is None:
             return
         self.setup.show_model(changes.model)
+        # The panel decides whether it shows (no model, or the small built-in one); its
+        # scroll area follows it.
+        self.setup_area.setVisible(not self.setup.isHidden())
         self.chat.set_notifications(str(changes.model.get("notifications", "on")))
         name = changes.model.get("name") or "no model configured"
         self.statusBar().showMessage(f"{self.home.root} · {name}")
@@ -438,5 +615,11 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._save_layout()
+        # Off the screen first: ending the session waits for a background review still
+        # writing (up to its grace period), and the user need not watch that happen.
+        for window in (self, self.pending, self.settings_dialog, self.journey_dock):
+            if window is not None and window.isWindow() and window.isVisible():
+                window.hide()
+        self.sessions.flush_deletes()  # queued before the worker stops: they still run
         self.shutdown()
         super().closeEvent(event)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SESSION_PAGE = 50  # sessions in a page of the session list
+
 
 @dataclass
 class ChangeSet:
@@ -39,6 +41,7 @@ class ChangeSet:
     sessions: list[dict[str, Any]] | None = None
     model: dict[str, Any] | None = None
     approval: bool | None = None
+    sessions_total: int | None = None  # how many sessions are stored (the list pages on)
 
 
 # -- which changes concern which view ----------------------------------------------------------
@@ -138,11 +141,11 @@ def journey_state(worker: EngineWorker) -> ChangeSet:
 
 
 def sessions_state(worker: EngineWorker) -> ChangeSet:
-    agent = worker.agent
-    if agent is None:
+    """The session list: the first page of the listing and how many sessions there are."""
+    if worker.agent is None:
         return ChangeSet()
-    browse = agent.search_tool({"mode": "browse", "limit": 50}, for_user=True)
-    return ChangeSet(sessions=browse.get("sessions", []) if browse.get("ok") else [])
+    page = session_page(worker, 0, SESSION_PAGE)
+    return ChangeSet(sessions=page["cards"], sessions_total=page["total"])
 
 
 def model_state(worker: EngineWorker) -> ChangeSet:
@@ -163,4 +166,44 @@ def model_state(worker: EngineWorker) -> ChangeSet:
             "error": error,
             "notifications": notifications,
         }
+    )
+
+
+# -- the session list's pages (engine thread) ----------------------------------------------------
+
+
+def session_card(info: Any) -> dict[str, Any]:
+    """A stored session as the session list shows it."""
+    return {
+        "session_id": info.id,
+        "title": info.title,
+        "started_at": info.started_at,
+        "ended_at": info.ended_at,
+        "end_reason": info.end_reason,
+        "parent_session_id": info.parent_session_id,
+        "root_session_id": info.root_session_id,
+        "message_count": info.message_count,
+        "source": info.source,
+    }
+
+
+def session_page(worker: EngineWorker, offset: int, limit: int) -> dict[str, Any]:
+    """Sessions ``offset … offset + limit`` newest first, and how many there are."""
+    store = worker.need_agent().store
+    infos = store.list_sessions(limit=limit, offset=offset)
+    return {
+        "offset": offset,
+        "total": store.count_sessions(),
+        "cards": [session_card(info) for info in infos],
+    }
+
+
+def session_signature(worker: EngineWorker) -> tuple[int, str | None, str | None]:
+    """Enough to tell that another program added, removed or renamed the newest session."""
+    store = worker.need_agent().store
+    newest = store.list_sessions(limit=1)
+    return (
+        store.count_sessions(),
+        newest[0].id if newest else None,
+        newest[0].title if newest else None,
     )

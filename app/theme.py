@@ -50,12 +50,31 @@ def palette_for(dark: bool) -> QPalette:
     return palette
 
 
+THEMES = ("system", "light", "dark")
+_chosen = {"theme": "system"}  # the user's choice (Settings): system follows the desktop
+
+
+def set_theme(app: QApplication, theme: str) -> None:
+    """Light, dark, or whatever the system uses (and then follow its changes)."""
+    _chosen["theme"] = theme if theme in THEMES else "system"
+    if _chosen["theme"] == "system":
+        app.setPalette(palette_for(is_dark()))
+    else:
+        app.setPalette(palette_for(_chosen["theme"] == "dark"))
+
+
+def chosen_theme() -> str:
+    return _chosen["theme"]
+
+
 def apply_system_scheme(app: QApplication) -> Callable[[Qt.ColorScheme | None], None]:
-    """Use Fusion with the system's scheme now and whenever it changes; returns the
-    connected updater (to disconnect it)."""
+    """Use Fusion with the system's scheme now and whenever it changes (unless a theme was
+    chosen in the settings); returns the connected updater (to disconnect it)."""
     app.setStyle("Fusion")
 
     def update(scheme: Qt.ColorScheme | None = None) -> None:
+        if _chosen["theme"] != "system":
+            return
         dark = is_dark() if scheme is None else scheme == Qt.ColorScheme.Dark
         app.setPalette(palette_for(dark))
 

@@ -10,7 +10,13 @@ the scripted server (``tests/scripted_server.py``) as the model:
   session list with a continued session, the memory panel with MEMORY.md above 80 %;
 * ``pending-dialog.png``: writes staged by a background review, one approved, a replace
   previewed as a diff against current memory;
-* ``window-dark.png``: the chat window in the dark palette of ``app.theme``.
+* ``window-dark.png``: the chat window in the dark palette of ``app.theme``;
+* ``window-empty.png``: the window as it opens, before the first message (the empty state);
+* ``settings-dialog.png``: the settings, with a key variable that is not one flagged at its
+  field;
+* ``sessions-long.png``: a long session list grouped by day;
+* ``journey-chunk-view.png``: one chunk's versions and sessions, opened from the journey;
+* ``window-1000x700.png``: every dock open in a 1000×700 window.
 
 Everything but the clock is the same on every run (the pending writes carry the time they
 were staged).
@@ -81,6 +87,21 @@ SESSIONS = [
     ("Envoy rate limits for the upload API", 4, 6.25, None),
     ("Cold cache on the manifest loader", 1, 1.0, None),
     ("Cold cache on the manifest loader, continued", 1, 3.5, 3),
+]
+# Older sessions, for a session list long enough to page and to fall into many days.
+HISTORY_TOPICS = [
+    "Flaky upload test on ARM",
+    "Terraform plan for the search cluster",
+    "Rotate the staging database password",
+    "Why p99 jumped after the deploy",
+    "Meilisearch reindex off-peak",
+    "Grafana alert for queue depth",
+    "Unleash flag clean-up",
+    "Envoy retries for the image service",
+    "Backups restore drill",
+    "MkDocs navigation for the runbooks",
+    "PagerDuty handover notes",
+    "Redis memory pressure",
 ]
 PROMPT = "The manifest loader times out when the Redis cache is cold. How should it retry?"
 NEW_FACT = "Manifest loader: retry cold-cache reads 3 times, backoff from 200 ms, cap 2 s"
@@ -157,6 +178,13 @@ def seed_home(home: Home, server: ScriptedServer) -> None:
         reason = "compression" if continued else "closed"
         store.end_session(session.id, reason, ended_at=started + 3_000)
         made.append(session.id)
+    for n in range(60):
+        started = (morning - timedelta(days=2 + n // 3, hours=3 * (n % 3))).timestamp()
+        session = store.create_session(
+            source="cli", title=HISTORY_TOPICS[n % len(HISTORY_TOPICS)], started_at=started
+        )
+        store.add_message(session.id, "user", HISTORY_TOPICS[n % len(HISTORY_TOPICS)])
+        store.end_session(session.id, "closed", ended_at=started + 1_800)
     update_config(
         home,
         {
@@ -225,6 +253,8 @@ def main() -> None:
         window.show()
         wait_for(app, lambda: not window._first_state and window.sessions.model.rowCount() > 3)
         wait_for(app, lambda: server.model in window.statusBar().currentMessage())
+        settle(app)
+        save(window, out / "window-empty.png")
         window.chat.input.setPlainText(PROMPT)
         QTest.keyClick(window.chat.input, Qt.Key.Key_Return)
         wait_for(app, lambda: not window.chat.busy)
@@ -245,6 +275,53 @@ def main() -> None:
         settle(app)
         save(window.pending, out / "pending-dialog.png")
         window.pending.close()
+
+        window.open_settings()
+        wait_for(app, lambda: window.settings_dialog is not None)
+        dialog = window.settings_dialog
+        assert dialog is not None
+        dialog.key_env.setText("sk-or-v1-5d2c…")  # the key itself, not its variable
+        dialog.context.setValue(32_768)
+        settle(app)
+        save(dialog, out / "settings-dialog.png")
+        dialog.reject()
+
+        window.sessions_dock.resize(300, 760)
+        window.sessions.list.verticalScrollBar().setValue(
+            window.sessions.list.verticalScrollBar().maximum() // 3
+        )
+        settle(app)
+        save(window.sessions_dock, out / "sessions-long.png")
+
+        # A second version of the chat's fact, edited from the panel in this session.
+        refined = NEW_FACT + ", jitter up to the delay"
+        window.memory.editRequested.emit(
+            "memory", [{"action": "replace", "old_text": NEW_FACT, "content": refined}]
+        )
+        wait_for(app, lambda: refined in box.model.entries())
+        window.show_journey()
+        journey = window.journey
+        wait_for(
+            app,
+            lambda: (
+                journey.bundle is not None
+                and any(c.text == refined for c in journey.bundle.journey.chunks)
+            ),
+        )
+        chunk = next(c for c in journey.bundle.journey.chunks if c.text == refined)
+        journey.view_item(chunk.key)
+        viewer = journey.viewer
+        assert viewer is not None
+        viewer.resize(720, 560)
+        settle(app)
+        save(viewer, out / "journey-chunk-view.png")
+        viewer.close()
+
+        window.resize(1000, 700)
+        settle(app, 600)
+        save(window, out / "window-1000x700.png")
+        window.journey_dock.hide()
+        window.resize(1280, 800)
 
         app.setPalette(palette_for(dark=True))
         settle(app)

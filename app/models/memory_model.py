@@ -20,6 +20,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     Qt,
 )
+from PySide6.QtGui import QColor, QFont, QPainter, QPixmap
 
 T = TypeVar("T")
 
@@ -82,10 +83,15 @@ class MemoryEntryModel(QAbstractListModel):
     FirstLineRole = Qt.ItemDataRole.UserRole + 2
     CharCountRole = Qt.ItemDataRole.UserRole + 3
 
+    UnseenRole = Qt.ItemDataRole.UserRole + 4
+
     def __init__(self, target: str, parent: Any = None) -> None:
         super().__init__(parent)
         self.target = target
         self._entries: list[str] = []
+        # On disk but not in the running session's frozen prompt (added since it started).
+        self._unseen: frozenset[str] = frozenset()
+        self._marker: QPixmap | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -102,15 +108,57 @@ class MemoryEntryModel(QAbstractListModel):
             return first_line(entry)
         if role == self.CharCountRole:
             return len(entry)
+        unseen = entry in self._unseen
         if role == Qt.ItemDataRole.ToolTipRole:
+            if unseen:
+                return (
+                    f"{len(entry):,} chars · new since this session started: the assistant "
+                    "sees it from the next session"
+                )
             return f"{len(entry):,} chars"
+        if role == self.UnseenRole:
+            return unseen
+        if role == Qt.ItemDataRole.FontRole and unseen:
+            font = QFont()
+            font.setItalic(True)
+            return font
+        if role == Qt.ItemDataRole.DecorationRole and unseen:
+            return self._unseen_marker()
         return None
+
+    def _unseen_marker(self) -> QPixmap:
+        if self._marker is None:
+            self._marker = QPixmap(10, 10)
+            self._marker.fill(Qt.GlobalColor.transparent)
+            painter = QPainter(self._marker)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor("#e0a526"))
+            painter.drawEllipse(1, 1, 8, 8)
+            painter.end()
+        return self._marker
+
+    def set_unseen(self, entries: Sequence[str]) -> None:
+        """Mark ``entries`` as not in the running session's memory (the snapshot's diff)."""
+        unseen = frozenset(entries)
+        if unseen == self._unseen:
+            return
+        changed = unseen ^ self._unseen
+        self._unseen = unseen
+        for row, entry in enumerate(self._entries):
+            if entry in changed:
+                index = self.index(row, 0)
+                self.dataChanged.emit(index, index)
+
+    def unseen(self) -> frozenset[str]:
+        return self._unseen
 
     def roleNames(self) -> dict[int, QByteArray]:
         names = super().roleNames()
         names[self.FullTextRole] = QByteArray(b"fullText")
         names[self.FirstLineRole] = QByteArray(b"firstLine")
         names[self.CharCountRole] = QByteArray(b"charCount")
+        names[self.UnseenRole] = QByteArray(b"unseen")
         return names
 
     def entries(self) -> list[str]:

@@ -16,6 +16,7 @@ stay when the reply ends, since they render as the whole text would.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
@@ -26,6 +27,7 @@ from PySide6.QtCore import (
     QEvent,
     QModelIndex,
     QPersistentModelIndex,
+    QPoint,
     QRectF,
     QSize,
     Qt,
@@ -35,12 +37,15 @@ from PySide6.QtCore import (
     Slot,
 )
 from PySide6.QtGui import (
+    QAction,
     QColor,
+    QContextMenuEvent,
     QDesktopServices,
     QFont,
     QIcon,
     QKeyEvent,
     QPainter,
+    QPalette,
     QPixmap,
     QTextBlockFormat,
     QTextCharFormat,
@@ -54,19 +59,24 @@ from PySide6.QtGui import (
 )
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
     QTextBrowser,
+    QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.models.transcript_model import ChatItem, Kind, TranscriptModel
 from app.views.markdown import (
+    CODE_BLOCK,
     Colors,
     StreamSplitter,
     code_block_format,
@@ -78,6 +88,21 @@ from app.views.markdown import (
 )
 
 STREAM_INTERVAL_MS = 50
+# A finished reply up to this size is drawn as one document (~15 ms), live and reloaded; a
+# longer one keeps the pieces it streamed in, and is cut into them again when reloaded.
+WHOLE_REPLY_CHARS = 12_000
+NO_MODEL = (
+    "No model is set up yet, so nothing was sent; your message is back in the box. Choose "
+    "one in the panel above the chat (or File › Settings…), then send it again."
+)
+EMPTY_STATE = (
+    "<p style='font-size:large'><b>What are we working on?</b></p>"
+    "<p>Cairn keeps a short memory of what matters (the Memory panel) and every past "
+    "conversation (Sessions, searchable with Ctrl+K). What it learns today it knows from the "
+    "next session on.</p>"
+    "<p><b>/help</b> lists the commands · <b>Ctrl+3</b> opens the journey of what it learned "
+    "· <b>Esc</b> stops a reply · <b>↑</b> recalls your last message</p>"
+)
 NOTIFICATION_MODES = ("off", "on", "verbose")
 MAX_RESULT_CHARS = 6000  # of a tool result shown expanded; the model saw it whole
 TOGGLE_SCHEME = "cairn"
@@ -252,7 +277,14 @@ class _Stream:
 
 
 class TranscriptView(QTextBrowser):
-    """A read-only rendering of a :class:`TranscriptModel`, one frame per visible row."""
+    """A read-only rendering of a :class:`TranscriptModel`, one frame per visible row.
+
+    Its context menu copies the message or the code block under the pointer and offers
+    ``regenerateRequested`` / ``editLastRequested`` on the last reply and the last message;
+    the pane decides whether they apply (:attr:`can_resend`)."""
+
+    regenerateRequested = Signal()
+    editLastRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -277,6 +309,26 @@ class TranscriptView(QTextBrowser):
         bar.rangeChanged.connect(self._on_range)
         bar.valueChanged.connect(self._on_scrolled)
         self.renders = 0  # fills done; lets tests check that history is not re-rendered
+        self.can_resend = False  # set by the pane: live, idle, with a message to resend
+        self.show_empty_state = True  # the live conversation; not an empty stored session
+        # Shown while the user has scrolled up: one click back to the newest text.
+        self.jump_button = QToolButton(self)
+        self.jump_button.setToolTip("Scroll to the newest message (Ctrl+End)")
+        self.jump_button.setAccessibleName("Scroll to bottom")
+        self.jump_button.setAutoRaise(False)
+        self.jump_button.setIconSize(QSize(18, 18))
+        self.jump_button.setCursor(Qt.CursorShape.ArrowCursor)
+        self.jump_button.clicked.connect(self.scroll_to_bottom)
+        self.jump_button.hide()
+        self._draw_jump_icon()
+        # What an empty conversation says: where to start, and what is worth knowing.
+        self.empty_state = QLabel(self.viewport())
+        self.empty_state.setObjectName("emptyState")
+        self.empty_state.setTextFormat(Qt.TextFormat.RichText)
+        self.empty_state.setWordWrap(True)
+        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state.setText(EMPTY_STATE)
+        self.empty_state.hide()
 
     # -- model -----------------------------------------------------------------------------
 
@@ -332,6 +384,7 @@ class TranscriptView(QTextBrowser):
             self._create(row)
         self._stick = True
         self._on_range(0, self.verticalScrollBar().maximum())
+        self._update_empty()
 
     @Slot()
     def flush(self) -> None:
@@ -349,6 +402,7 @@ class TranscriptView(QTextBrowser):
         for row in range(first, last + 1):
             self._frames.insert(row, None)
             self._create(row)
+        self._update_empty()
 
     def _on_data_changed(self, top: Index, bottom: Index, roles: list[int] | None = None) -> None:
         assert self._model is not None
@@ -404,7 +458,11 @@ class TranscriptView(QTextBrowser):
             return
         item = self._model.item(row)
         colors = self._colors
-        if item.kind is Kind.ASSISTANT and (item.streaming or item.uid in self._streams):
+        if item.kind is Kind.ASSISTANT and (
+            item.streaming or item.uid in self._streams or len(item.text) > WHOLE_REPLY_CHARS
+        ):
+            # A long finished reply (read back, or rebuilt for a new palette) is cut into the
+            # pieces its stream had, so it is drawn as it was live.
             self._render_stream(item, frame)
             return
         if item.kind is Kind.ASSISTANT:
@@ -437,9 +495,14 @@ class TranscriptView(QTextBrowser):
             collapse_block(self.document().findBlock(stream.tail.firstPosition()))
         if item.streaming:
             return
-        # Done. The pieces stay: they render as the whole text would, and rendering a long
-        # reply again in one go would freeze the window (~170 ms for 100 kB) for nothing.
         del self._streams[item.uid]
+        if len(text) <= WHOLE_REPLY_CHARS:
+            # Done, and short: drawn again as one document, as a reloaded reply is, so live
+            # and reloaded look alike (spacing around tables and code boxes included).
+            self._fill(frame, assistant_document(text, self._colors, cancelled=item.cancelled))
+            return
+        # Done, and long: the pieces stay (rendering it again in one go would freeze the
+        # window, ~170 ms for 100 kB), and a reload cuts it into the same pieces.
         if item.cancelled:
             marker = self._child_frame(frame)
             self._fill(marker, assistant_document("", self._colors, cancelled=True))
@@ -511,18 +574,207 @@ class TranscriptView(QTextBrowser):
     def _on_range(self, _minimum: int, maximum: int) -> None:
         if self._stick:
             self.verticalScrollBar().setValue(maximum)
+        self._update_jump()
 
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._stick = value >= bar.maximum() - 8
+        self._update_jump()
+
+    @Slot()
+    def scroll_to_bottom(self) -> None:
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+        self._update_jump()
+
+    def _update_jump(self) -> None:
+        self.jump_button.setVisible(not self._stick)
+        if not self._stick:
+            self._place_jump()
+
+    def _update_empty(self) -> None:
+        empty = self._model is None or self._model.rowCount() == 0
+        self.empty_state.setVisible(empty and self.show_empty_state)
+        if empty:
+            palette = self.empty_state.palette()
+            palette.setColor(QPalette.ColorRole.WindowText, self._colors.muted)
+            self.empty_state.setPalette(palette)
+            self._place_empty()
+
+    def _place_empty(self) -> None:
+        area = self.viewport().rect()
+        width = min(area.width() - 40, 460)
+        height = self.empty_state.heightForWidth(width)
+        self.empty_state.setGeometry(
+            area.center().x() - width // 2, max(10, area.center().y() - height // 2), width, height
+        )
+
+    def _place_jump(self) -> None:
+        viewport = self.viewport().geometry()
+        size = self.jump_button.sizeHint()
+        self.jump_button.resize(size)
+        self.jump_button.move(
+            viewport.right() - size.width() - 14, viewport.bottom() - size.height() - 10
+        )
+        self.jump_button.raise_()
+
+    def _draw_jump_icon(self) -> None:
+        self.jump_button.setIcon(
+            themed_icon("down", self.palette().color(self.jump_button.foregroundRole()))
+        )
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._place_jump()
+        if self.empty_state.isVisible():
+            self._place_empty()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        if event.key() == Qt.Key.Key_End and ctrl:
+            self.scroll_to_bottom()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange):
+            self._draw_jump_icon()
             colors = Colors.from_palette(self.palette())
             if colors != self._colors:
                 self._colors = colors
                 self.rebuild()
+
+    # -- highlighting search matches ---------------------------------------------------------
+
+    MAX_HIGHLIGHTS = 500
+
+    def highlight(self, terms: Sequence[str]) -> int:
+        """Mark every occurrence of ``terms`` (case-insensitive) and scroll to the first;
+        the document is not changed, so copying gives the text as it is. Returns the count."""
+        selections: list[QTextEdit.ExtraSelection] = []
+        doc = self.document()
+        fmt = QTextCharFormat()
+        fmt.setBackground(self._colors.match_bg)
+        first: QTextCursor | None = None
+        for term in terms:
+            if not term.strip():
+                continue
+            cursor = QTextCursor(doc)
+            while len(selections) < self.MAX_HIGHLIGHTS:
+                cursor = doc.find(term, cursor)
+                if cursor.isNull():
+                    break
+                selection = QTextEdit.ExtraSelection()
+                selection.cursor = QTextCursor(cursor)
+                selection.format = fmt
+                selections.append(selection)
+                if first is None or cursor.position() < first.position():
+                    first = QTextCursor(cursor)
+        self.setExtraSelections(selections)
+        if first is not None:
+            self._stick = False
+            shown = QTextCursor(first)
+            shown.clearSelection()
+            self.setTextCursor(shown)
+            self.ensureCursorVisible()
+            self._update_jump()
+        return len(selections)
+
+    # -- copying ---------------------------------------------------------------------------
+
+    def row_at(self, position: int) -> int | None:
+        """The model row whose frame holds document ``position``."""
+        for row, frame in enumerate(self._frames):
+            if frame is not None and frame.firstPosition() <= position <= frame.lastPosition():
+                return row
+        return None
+
+    def code_at(self, position: int) -> str | None:
+        """The whole code block at document ``position`` (its lines joined by newlines)."""
+        block = self.document().findBlock(position)
+        if not block.blockFormat().boolProperty(CODE_BLOCK):
+            return None
+        first = last = block
+        while first.previous().isValid() and first.previous().blockFormat().boolProperty(
+            CODE_BLOCK
+        ):
+            first = first.previous()
+        while last.next().isValid() and last.next().blockFormat().boolProperty(CODE_BLOCK):
+            last = last.next()
+        lines = []
+        block = first
+        while block.isValid():
+            lines.append(block.text())
+            if block == last:
+                break
+            block = block.next()
+        return "\n".join(lines)
+
+    def copy_message(self, row: int) -> None:
+        """Row ``row`` to the clipboard: a reply as its markdown, a tool call with its
+        arguments and result, anything else as the text shown. Plain text only: mime data
+        made here is freed twice when the application exits (PySide6 6.11, measured)."""
+        if self._model is None or not 0 <= row < self._model.rowCount():
+            return
+        item = self._model.item(row)
+        if item.kind is Kind.ASSISTANT:
+            text = item.text
+        elif item.kind is Kind.TOOL:
+            text = (
+                f"{item.line()}\n\narguments:\n{pretty(item.arguments)}\n\nresult:\n"
+                f"{pretty(item.result)}"
+            )
+        else:
+            text = item.line()
+        QApplication.clipboard().setText(text)
+
+    @staticmethod
+    def copy_text(text: str) -> None:
+        QApplication.clipboard().setText(text)
+
+    def _last_row_of(self, kind: Kind) -> int | None:
+        if self._model is None:
+            return None
+        rows = [r for r in range(self._model.rowCount()) if self._model.item(r).kind is kind]
+        return rows[-1] if rows else None
+
+    def context_menu_at(self, point: QPoint) -> QMenu:
+        """The menu for a right-click at viewport ``point`` (built, not shown: tests read it)."""
+        scrolled = QPoint(self.horizontalScrollBar().value(), self.verticalScrollBar().value())
+        menu = self.createStandardContextMenu(point + scrolled)  # document coordinates
+        position = self.cursorForPosition(point).position()
+        code = self.code_at(position)
+        row = self.row_at(position)
+        extra: list[tuple[str, Any]] = []
+        if code is not None:
+            extra.append(("Copy code block", lambda: self.copy_text(code)))
+        if row is not None:
+            extra.append(("Copy message", lambda: self.copy_message(row)))
+        if row is not None and self.can_resend:
+            if row == self._last_row_of(Kind.ASSISTANT) and self._last_after_user(row):
+                extra.append(("Regenerate reply", self.regenerateRequested.emit))
+            if row == self._last_row_of(Kind.USER):
+                extra.append(("Edit and resend…", self.editLastRequested.emit))
+        if extra:
+            first = menu.actions()[0] if menu.actions() else None
+            for text, slot in extra:
+                action = QAction(text, menu)
+                action.triggered.connect(slot)
+                menu.insertAction(first, action)
+            menu.insertSeparator(first)
+        return menu
+
+    def _last_after_user(self, row: int) -> bool:
+        user = self._last_row_of(Kind.USER)
+        return user is not None and user < row
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = self.context_menu_at(event.pos())
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(event.globalPos())
 
 
 # -- the input box ---------------------------------------------------------------------------
@@ -618,6 +870,7 @@ class ChatPane(QWidget):
         self._busy = False
         self._stopping = False
         self._error_noticed = False
+        self._last_sent = ""
 
         self.banner = QFrame()
         self.banner.setFrameShape(QFrame.Shape.StyledPanel)
@@ -635,6 +888,8 @@ class ChatPane(QWidget):
         self.view = TranscriptView()
         self.view.setModel(self.model)
         self.view.setAccessibleName("Conversation")
+        self.view.regenerateRequested.connect(self.regenerate)
+        self.view.editLastRequested.connect(self.edit_last)
         self.input = PromptEdit()
         self.input.setAccessibleName("Message")
         self.input.submitted.connect(self._submit)
@@ -685,6 +940,9 @@ class ChatPane(QWidget):
             self.send_button.setToolTip("Send (Enter)")
             self.send_button.setEnabled(not self.viewing_history)
         self.input.setReadOnly(self.viewing_history)
+        self.view.can_resend = (
+            not self._busy and not self.viewing_history and self.last_user_text() is not None
+        )
 
     # -- user actions ----------------------------------------------------------------------
 
@@ -694,10 +952,34 @@ class ChatPane(QWidget):
             return
         self.input.remember(text)
         self.input.clear()
+        self._last_sent = text
         self.model.add_user(text)
         self._error_noticed = False
         self._set_busy(True)
         self.messageSubmitted.emit(text)
+
+    def last_user_text(self) -> str | None:
+        """The last message the user sent in the live conversation."""
+        return next((i.text for i in reversed(self.model.items()) if i.kind is Kind.USER), None)
+
+    @Slot()
+    def regenerate(self) -> None:
+        """Ask again with the last message. The turn is a new one: the earlier reply stays
+        in the transcript and in the model's context, so the model can see what it said."""
+        text = self.last_user_text()
+        if text is None or self._busy or self.viewing_history:
+            return
+        self._submit(text)
+
+    @Slot()
+    def edit_last(self) -> None:
+        """Put the last message back in the box to change it; Enter sends it as a new turn."""
+        text = self.last_user_text()
+        if text is None or self._busy or self.viewing_history:
+            return
+        self.input.setPlainText(text)
+        self.input.selectAll()
+        self.input.setFocus()
 
     def _on_send_clicked(self) -> None:
         if self._busy:
@@ -753,7 +1035,14 @@ class ChatPane(QWidget):
             str(result.get("reply") or ""), cancelled=bool(result.get("cancelled"))
         )
         error = result.get("error")
-        if error and not self._error_noticed:
+        if result.get("error_kind") == "config" and not result.get("reply"):
+            # No model (or its key missing): nothing was sent. The message goes back in the
+            # box, and the notice points to where a model is chosen, not to the terminal.
+            if not self.input.toPlainText().strip() and self._last_sent:
+                self.input.setPlainText(self._last_sent)
+                self.input.moveCursor(QTextCursor.MoveOperation.End)
+            self.model.add_notice("error", NO_MODEL)
+        elif error and not self._error_noticed:
             self.model.add_notice("error", str(error))
         self._set_busy(False)
 
@@ -780,8 +1069,9 @@ class ChatPane(QWidget):
     # -- sessions --------------------------------------------------------------------------
 
     @Slot(object)
-    def show_session(self, result: dict[str, Any]) -> None:
-        """Show an earlier session (a ``session_search`` read result) read-only."""
+    def show_session(self, result: dict[str, Any], terms: Sequence[str] = ()) -> None:
+        """Show an earlier session (a ``session_search`` read result) read-only; ``terms``
+        (what a search matched) are highlighted and the first is scrolled to."""
         session = result.get("session") if isinstance(result.get("session"), dict) else result
         self.history_model.load_session(
             {**result, "messages": result.get("messages") or session.get("messages") or []}
@@ -791,14 +1081,23 @@ class ChatPane(QWidget):
         when = f", {format_time(started)}" if isinstance(started, int | float) else ""
         self.banner_label.setText(f"Viewing “{title}”{when} — read-only")
         self.banner.show()
+        self.view.show_empty_state = False
         self.view.setModel(self.history_model)
+        found = self.view.highlight(terms)
+        if found:
+            self.banner_label.setText(
+                self.banner_label.text() + f" · {found:,} match{'es' if found != 1 else ''}"
+            )
         self._update_controls()
 
     @Slot()
     def show_live(self) -> None:
         """Back from an earlier session to the conversation in progress."""
         self.banner.hide()
+        self.view.highlight(())
+        self.view.show_empty_state = True
         self.view.setModel(self.model)
+        self.view._update_empty()
         self._update_controls()
         self.input.setFocus()
 

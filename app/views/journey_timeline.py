@@ -13,14 +13,17 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import (
+    QEvent,
     QItemSelection,
     QModelIndex,
+    QSize,
     Qt,
     QTimer,
     Signal,
     SignalInstance,
     Slot,
 )
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -44,6 +47,7 @@ from app.models.journey_model import (
     JourneyStateModel,
     when,
 )
+from app.views.chat_pane import themed_icon
 from app.views.memory_panel import DiffLine, DiffView, entry_diff
 from engine.journey import Journey, TimelineEvent
 
@@ -130,6 +134,24 @@ def event_diff(journey: Journey, event: TimelineEvent) -> list[DiffLine]:
     return lines
 
 
+class StateListView(QListView):
+    """Memory at the moment shown; Del deletes and Enter opens the selected row, as they do
+    in the graph and the memory panel."""
+
+    deleteKeyPressed = Signal()
+    openKeyPressed = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Delete:
+            self.deleteKeyPressed.emit()
+        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.openKeyPressed.emit()
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
+
+
 class JourneyTimeline(QWidget):
     positionChanged = Signal(int)
     editRequested = Signal(str)  # chunk key
@@ -147,9 +169,11 @@ class JourneyTimeline(QWidget):
         self.events = JourneyEventModel(self)
         self.state = JourneyStateModel(self)
 
+        # Drawn icons, not ▶/⏸ characters: a font without them shows a box.
         self.play_button = QToolButton()
-        self.play_button.setText("▶ Play")
-        self.play_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.play_button.setText("Play")
+        self.play_button.setIconSize(QSize(14, 14))
+        self.play_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.play_button.clicked.connect(self.toggle_play)
         self.speed = QComboBox()
         for label, factor in SPEEDS:
@@ -168,7 +192,7 @@ class JourneyTimeline(QWidget):
         # Fixed sizes: a label whose text changes every playback step must not re-lay out the
         # view, or every step repaints the whole window (measured: about half a step's cost).
         self.label = QLabel()
-        self.label.setFixedWidth(self.label.fontMetrics().horizontalAdvance("0" * 34))
+        self.label.setFixedWidth(self.label.fontMetrics().horizontalAdvance("0" * 27))
         controls = QHBoxLayout()
         controls.addWidget(self.play_button)
         controls.addWidget(self.speed)
@@ -184,8 +208,10 @@ class JourneyTimeline(QWidget):
         self.event_list.clicked.connect(self._on_event_clicked)
         self.event_list.activated.connect(self._on_event_clicked)
         self.diff = DiffView()
-        self.state_list = QListView()
+        self.state_list = StateListView()
         self.state_list.setModel(self.state)
+        self.state_list.deleteKeyPressed.connect(lambda: self._request(self.deleteRequested))
+        self.state_list.openKeyPressed.connect(self._open_selected)
         self.state_list.setUniformItemSizes(True)
         self.state_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.state_list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -196,7 +222,9 @@ class JourneyTimeline(QWidget):
         self.view_button = QPushButton("View…")
         self.edit_button = QPushButton("Edit…")
         self.delete_button = QPushButton("Delete…")
-        self.view_button.setToolTip("Show this skill or fact (they are view only here)")
+        self.view_button.setToolTip(
+            "Show this chunk's versions and sessions, or this skill or fact (view only)"
+        )
         self.edit_button.setToolTip("Edit this chunk as it is in memory now")
         self.delete_button.setToolTip("Delete this chunk from memory now")
         self.view_button.clicked.connect(self._view_selected)
@@ -207,6 +235,9 @@ class JourneyTimeline(QWidget):
         buttons.addWidget(self.view_button)
         buttons.addWidget(self.edit_button)
         buttons.addWidget(self.delete_button)
+        # Small floors: in a short window the lists shrink to a few rows, not the window.
+        for widget in (self.event_list, self.diff, self.state_list):
+            widget.setMinimumHeight(44)
         state_box = QWidget()
         state_layout = QVBoxLayout(state_box)
         state_layout.setContentsMargins(0, 0, 0, 0)
@@ -237,6 +268,22 @@ class JourneyTimeline(QWidget):
         self._step = 1
         self._retime()
         self._update_buttons()
+        self._draw_play_icon()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # Narrow (a dock beside the chat at 1000 px): the slider keeps the room, and the
+        # position is in its tooltip and the event list instead.
+        self.label.setVisible(self.width() >= 600)
+
+    def _draw_play_icon(self) -> None:
+        color = self.palette().color(self.play_button.foregroundRole())
+        self.play_button.setIcon(themed_icon("pause" if self.playing else "play", color))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._draw_play_icon()
 
     # -- data ------------------------------------------------------------------------------
 
@@ -304,11 +351,13 @@ class JourneyTimeline(QWidget):
         if self.position >= self.now:
             self.show_position(0)  # replay from the start
         self.timer.start()
-        self.play_button.setText("⏸ Pause")
+        self.play_button.setText("Pause")
+        self._draw_play_icon()
 
     def pause(self) -> None:
         self.timer.stop()
-        self.play_button.setText("▶ Play")
+        self.play_button.setText("Play")
+        self._draw_play_icon()
 
     def _retime(self) -> None:
         factor = float(self.speed.currentData() or 1.0)
@@ -393,8 +442,12 @@ class JourneyTimeline(QWidget):
         return chunk is not None and chunk.alive
 
     def _viewable(self) -> bool:
+        """Chunks (their versions and sessions), skills and facts can be viewed."""
         journey = self.journey
-        return journey is not None and journey.item(self.selection.key) is not None
+        key = self.selection.key
+        return journey is not None and (
+            journey.item(key) is not None or journey.chunk(key) is not None
+        )
 
     def _update_buttons(self) -> None:
         editable = self._editable()
@@ -411,8 +464,9 @@ class JourneyTimeline(QWidget):
             self.viewRequested.emit(self.selection.key)
 
     def _open_selected(self) -> None:
-        """Double-click: a chunk opens for editing, a skill or fact for viewing."""
-        if self._viewable():
-            self._view_selected()
-        else:
+        """Double-click or Enter: a chunk in memory opens for editing; a removed chunk, a
+        skill or a fact for viewing."""
+        if self._editable():
             self._request(self.editRequested)
+        else:
+            self._view_selected()

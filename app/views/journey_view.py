@@ -13,24 +13,28 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QFontDatabase, QShowEvent
+from PySide6.QtCore import QItemSelection, Qt, Signal, Slot
+from PySide6.QtGui import QFontDatabase, QShowEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
+    QSizePolicy,
     QSplitter,
     QToolButton,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
-from app.models.journey_model import JourneyBundle, JourneySelection, when
+from app.models.journey_model import ACTION_LABELS, JourneyBundle, JourneySelection, when
 from app.views.journey_timeline import JourneyTimeline
 from app.views.memory_panel import ADDED, REMOVED, WARNING, EntryEditor, _set_text_color
 from app.views.radial_graph import RadialGraph
@@ -97,6 +101,140 @@ class ItemViewer(QDialog):
         self.resize(640, 520 if item.layer == "skill" else 260)
 
 
+def chunk_title(chunk: Chunk) -> str:
+    """A chunk as a person names it: its file and its first words, not its versioned id."""
+    first = chunk.text.split("\n", 1)[0]
+    words = first if len(first) <= 48 else first[:47].rstrip() + "…"
+    return f"{chunk.target.filename} — “{words}”"
+
+
+class ChunkViewer(QDialog):
+    """One chunk as ``cairn journey show`` prints it: its text, when it was learned and
+    changed, every session that touched it, every version (select one to read it whole) and
+    the chunks it shares terms with. Read-only; ``editRequested`` asks for the editor."""
+
+    editRequested = Signal(str)  # chunk key
+
+    def __init__(self, chunk: Chunk, journey: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key = chunk.key
+        self.chunk = chunk
+        self.setWindowTitle(f"Chunk in {chunk.target.filename}")
+        sessions = {s.id: s for s in journey.sessions}
+        state = (
+            f"entry {chunk.index + 1} of {chunk.target.filename} now"
+            if chunk.alive and chunk.index is not None
+            else f"removed {when(chunk.removed_at)} — its last text is shown"
+        )
+        learned = f"learned {when(chunk.learned_at)}" + (
+            f" ({chunk.origin})" if chunk.origin else ""
+        )
+        lines = [chunk.node_id or chunk.key, f"{state} · {learned}"]
+        if chunk.changed_at and chunk.changed_at != chunk.learned_at:
+            lines[-1] += f" · changed {when(chunk.changed_at)}"
+        self.details = QLabel("\n".join(lines))
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.sessions = QStandardItemModel(0, 3, self)
+        self.sessions.setHorizontalHeaderLabels(["Session", "Started", "Role"])
+        for sid in chunk.session_ids:
+            node = sessions.get(sid)
+            title = node.title if node is not None and node.title else f"session {sid[:8]}"
+            role = "learned it" if sid == chunk.session_id else "changed it"
+            started = when(node.started_at) if node is not None and node.started_at else "—"
+            row = [QStandardItem(title), QStandardItem(started), QStandardItem(role)]
+            row[0].setToolTip(sid)
+            self.sessions.appendRow(row)
+        self.session_view = self._table(self.sessions)
+        # The title takes the room left; no sideways scrolling in a table of a few rows.
+        header = self.session_view.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in (1, 2):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self.session_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.session_view.setMaximumHeight(
+            self.session_view.sizeHintForRow(0) * min(4, max(1, len(chunk.session_ids))) + 30
+        )
+
+        self.versions = QStandardItemModel(0, 4, self)
+        self.versions.setHorizontalHeaderLabels(["When", "Event", "Change", "Text"])
+        for version in chunk.versions:
+            event = f"#{version.event_id}" if version.event_id else "unrecorded"
+            action = ACTION_LABELS.get(version.action, version.action)
+            first = version.text.split("\n", 1)[0]
+            row = [
+                QStandardItem(when(version.at)),
+                QStandardItem(event),
+                QStandardItem(action),
+                QStandardItem(first),
+            ]
+            row[3].setToolTip(version.text)
+            self.versions.appendRow(row)
+        self.version_view = self._table(self.versions)
+        self.version_view.selectionModel().selectionChanged.connect(self._on_version)
+        self.text = QPlainTextEdit(chunk.text)
+        self.text.setReadOnly(True)
+        related = [
+            other
+            for edge in journey.edges
+            if edge.kind == "terms" and chunk.key in (edge.source, edge.target)
+            for other in [journey.chunk(edge.target if edge.source == chunk.key else edge.source)]
+            if other is not None
+        ]
+        self.related = QLabel(
+            "Shares terms with: " + "; ".join(chunk_title(o) for o in related[:6])
+            if related
+            else ""
+        )
+        self.related.setWordWrap(True)
+        self.related.setVisible(bool(related))
+
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.edit_button = self.buttons.addButton("Edit…", QDialogButtonBox.ButtonRole.ActionRole)
+        self.edit_button.setEnabled(chunk.alive and chunk.node_id is not None)
+        self.edit_button.clicked.connect(lambda: self.editRequested.emit(self.key))
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.details)
+        layout.addWidget(
+            QLabel(f"{len(chunk.versions)} version{'s' if len(chunk.versions) != 1 else ''}")
+        )
+        layout.addWidget(self.version_view, 1)
+        layout.addWidget(self.text, 2)
+        self.sessions_title = QLabel(
+            "Sessions" if chunk.session_ids else "No session recorded: written outside a chat"
+        )
+        layout.addWidget(self.sessions_title)
+        layout.addWidget(self.session_view)
+        self.session_view.setVisible(bool(chunk.session_ids))
+        layout.addWidget(self.related)
+        layout.addWidget(self.buttons)
+        self.resize(680, 560)
+        if self.versions.rowCount():
+            self.version_view.setCurrentIndex(self.versions.index(self.versions.rowCount() - 1, 0))
+
+    @staticmethod
+    def _table(model: QStandardItemModel) -> QTreeView:
+        view = QTreeView()
+        view.setModel(model)
+        view.setRootIsDecorated(False)
+        view.setUniformRowHeights(True)
+        view.setAlternatingRowColors(True)
+        view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        view.header().setStretchLastSection(True)
+        for column in range(model.columnCount() - 1):
+            view.resizeColumnToContents(column)
+        return view
+
+    def _on_version(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
+        rows = self.version_view.selectionModel().selectedRows()
+        if rows:
+            self.text.setPlainText(self.chunk.versions[rows[0].row()].text)
+
+
 class JourneyView(QWidget):
     reloadRequested = Signal()
     editRequested = Signal(str, str)  # versioned node id, new text
@@ -115,11 +253,11 @@ class JourneyView(QWidget):
         self._outstanding: deque[EntryEditor | None] = deque()
         self.editor: EntryEditor | None = None
         self.confirm: QMessageBox | None = None
-        self.viewer: ItemViewer | None = None
+        self.viewer: ItemViewer | ChunkViewer | None = None
 
         self.sources = {
             "memory": QCheckBox("Memory"),
-            "user": QCheckBox("User profile"),
+            "user": QCheckBox("User"),
             "skills": QCheckBox("Skills"),
             "facts": QCheckBox("Facts"),
             "sessions": QCheckBox("Sessions"),
@@ -138,14 +276,22 @@ class JourneyView(QWidget):
         self.fit_button.setText("Fit")
         self.fit_button.setToolTip("Zoom to fit (0)")
         self.fit_button.clicked.connect(self.graph.fit)
+        # Its own line, free to be cut: the counts must not set the view's minimum width.
         self.summary = QLabel()
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.filter.setMinimumWidth(90)
+        # Two short rows rather than one long one: the journey must fit a dock beside the
+        # chat at 1000 px (issue: it forced the window to 1058 px wide).
+        self.sources["user"].setToolTip("USER.md: the user profile")
         row = QHBoxLayout()
         for box in self.sources.values():
             row.addWidget(box)
-        row.addWidget(self.filter, 1)
-        row.addWidget(self.history)
+        row.addStretch(1)
         row.addWidget(self.fit_button)
-        row.addWidget(self.summary)
+        second = QHBoxLayout()
+        second.addWidget(self.filter, 1)
+        second.addWidget(self.history)
+        second.addWidget(self.summary, 2)
         self.result = QLabel()
         self.result.setWordWrap(True)
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -159,6 +305,7 @@ class JourneyView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(row)
+        layout.addLayout(second)
         layout.addWidget(split, 1)
         layout.addWidget(self.result)
 
@@ -271,14 +418,23 @@ class JourneyView(QWidget):
 
     @Slot(str)
     def view_item(self, key: str) -> None:
-        """Show skill or fact ``key`` (one viewer at a time; a new one replaces it)."""
-        item = self.bundle.journey.item(key) if self.bundle is not None else None
-        if item is None:
+        """Show chunk, skill or fact ``key`` (one viewer at a time; a new one replaces it)."""
+        if self.bundle is None:
+            return
+        journey = self.bundle.journey
+        chunk, item = journey.chunk(key), journey.item(key)
+        if chunk is None and item is None:
             return
         if self.viewer is not None:
             self.viewer.close()
             self.viewer.deleteLater()
-        self.viewer = ItemViewer(item, self)
+        if chunk is not None:
+            viewer = ChunkViewer(chunk, journey, self)
+            viewer.editRequested.connect(self.edit_chunk)
+            self.viewer = viewer
+        else:
+            assert item is not None
+            self.viewer = ItemViewer(item, self)
         self.viewer.show()
 
     # -- edits -----------------------------------------------------------------------------
@@ -293,7 +449,7 @@ class JourneyView(QWidget):
             return
         state = self.memory_state.get(chunk.target.value, {})
         editor = EntryEditor(chunk.target, state, chunk.text, self)
-        editor.setWindowTitle(f"Edit {chunk.node_id}")
+        editor.setWindowTitle(f"Edit {chunk_title(chunk)}")
         node_id = chunk.node_id
 
         def submit(text: str) -> None:

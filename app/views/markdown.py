@@ -41,6 +41,8 @@ from PySide6.QtGui import (
     QTextFrameFormat,
 )
 
+from app.views.highlight import highlight
+
 FEATURES = (
     QTextDocument.MarkdownFeature.MarkdownDialectGitHub
     | QTextDocument.MarkdownFeature.MarkdownNoHTML
@@ -71,6 +73,7 @@ class Colors:
     user_bg: QColor
     error: QColor
     dark: bool
+    match_bg: QColor  # a search match in a transcript
 
     @classmethod
     def from_palette(cls, palette: QPalette) -> Colors:
@@ -86,6 +89,7 @@ class Colors:
             user_bg=blend(base, palette.color(QPalette.ColorRole.Highlight), 0.12),
             error=QColor("#f2b8b5") if dark else QColor("#b3261e"),
             dark=dark,
+            match_bg=QColor("#6b5a12") if dark else QColor("#ffe58f"),
         )
 
 
@@ -191,20 +195,24 @@ def safe_link(href: str) -> bool:
     return QUrl(href).scheme().lower() in SAFE_SCHEMES
 
 
-def to_document(source: str, colors: Colors, *, wrap_code: bool = True) -> QTextDocument:
-    """``source`` parsed and made safe: no raw HTML, only http(s)/mailto links, no images."""
+def to_document(
+    source: str, colors: Colors, *, wrap_code: bool = True, syntax: bool = True
+) -> QTextDocument:
+    """``source`` parsed and made safe: no raw HTML, only http(s)/mailto links, no images.
+    ``syntax`` colours code blocks that name their language (:mod:`app.views.highlight`)."""
     doc = QTextDocument()
     doc.setUndoRedoEnabled(False)
     doc.setMarkdown(source, FEATURES)
     if "![" in source:  # walking every fragment for images costs more than the parse
         _replace_images(doc)
-    _style(doc, colors, wrap_code)
+    _style(doc, colors, wrap_code, syntax)
     return doc
 
 
 def to_html(source: str, colors: Colors) -> str:
-    """The same rendering as HTML (Qt's rich-text subset), e.g. for export or a clipboard."""
-    return to_document(source, colors, wrap_code=False).toHtml()
+    """The same rendering as HTML (Qt's rich-text subset), e.g. for export or a clipboard.
+    Code stays uncoloured: the colours suit one background, the reader's may be another."""
+    return to_document(source, colors, wrap_code=False, syntax=False).toHtml()
 
 
 def _replace_images(doc: QTextDocument) -> None:
@@ -235,7 +243,7 @@ def _replace_images(doc: QTextDocument) -> None:
         cursor.insertText(label, fmt)
 
 
-def _style(doc: QTextDocument, colors: Colors, wrap_code: bool) -> None:
+def _style(doc: QTextDocument, colors: Colors, wrap_code: bool, syntax: bool) -> None:
     cursor = QTextCursor(doc)
     runs: list[tuple[int, int, QTextBlockFormat]] = []
     block = doc.begin()
@@ -248,10 +256,13 @@ def _style(doc: QTextDocument, colors: Colors, wrap_code: bool) -> None:
             while block.next().isValid() and _is_code_block(block.next().blockFormat()):
                 block = block.next()
             start, end = first.position(), block.position() + block.length() - 1
+            language = first.blockFormat().stringProperty(QTextFormat.Property.BlockCodeLanguage)
             cursor.setPosition(start)
             cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
             cursor.mergeBlockFormat(code_block_format(wrap=wrap_code))
             cursor.mergeCharFormat(code_char_format())
+            if syntax:
+                highlight(cursor, start, end, language, dark=colors.dark)
             runs.append((start, end, doc.findBlock(start).blockFormat()))
             block = block.next()
             continue

@@ -18,10 +18,12 @@ from PySide6.QtCore import (
     QEvent,
     QItemSelection,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QRect,
     QSize,
     Qt,
+    QTimer,
     Signal,
     Slot,
 )
@@ -48,16 +50,19 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.models.memory_model import MemoryEntryModel
 from app.models.pending_model import is_settle_result
+from app.views.refusals import refusal_text
 from engine.memory.entries import CONSOLIDATE_AT, DELIMITER, Target
 
 ADDED = QColor("#1b7f3b")
@@ -65,6 +70,16 @@ ADDED_BG = QColor("#e6f4ea")
 REMOVED = QColor("#b3261e")
 REMOVED_BG = QColor("#fce8e6")
 WARNING = QColor("#b26a00")
+# The same meanings on a dark background: the light ones are too dark to read there, and
+# pastel backgrounds glare.
+DARK_VARIANTS = {
+    ADDED.rgb(): QColor("#81c995"),
+    ADDED_BG.rgb(): QColor("#1f3a29"),
+    REMOVED.rgb(): QColor("#f28b82"),
+    REMOVED_BG.rgb(): QColor("#4a2422"),
+    WARNING.rgb(): QColor("#fdd663"),
+}
+RESULT_MS = 10_000  # how long an edit's outcome stays under the list
 MINUS = "\u2212"  # a real minus sign: a hyphen reads as a bullet point
 
 DiffLine = tuple[str, str]  # (sign, text): "+", "-", " " for entries; "#" heading; "!" note
@@ -87,11 +102,26 @@ def usage_text(chars: int, limit: int, percent: int) -> str:
     return f"{chars:,} / {limit:,} chars ({percent}%)"
 
 
+def is_dark_palette(palette: QPalette | None = None) -> bool:
+    palette = palette if palette is not None else QApplication.palette()
+    return (
+        palette.color(QPalette.ColorRole.WindowText).lightness()
+        > palette.color(QPalette.ColorRole.Window).lightness()
+    )
+
+
+def shade(color: QColor, palette: QPalette | None = None) -> QColor:
+    """``color`` (one of the status colours above) as it should look on the palette."""
+    if is_dark_palette(palette):
+        return DARK_VARIANTS.get(color.rgb(), color)
+    return color
+
+
 def _set_text_color(widget: QWidget, color: QColor | None) -> None:
     # An empty palette resolves nothing, so the widget goes back to inheriting its colours.
     palette = QPalette()
     if color is not None:
-        palette.setColor(QPalette.ColorRole.WindowText, color)
+        palette.setColor(QPalette.ColorRole.WindowText, shade(color))
     widget.setPalette(palette)
 
 
@@ -104,8 +134,14 @@ class DiffView(QTextEdit):
         self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
         self.lines: list[DiffLine] = []
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.lines:
+            self.show_diff(self.lines)  # the colours follow the scheme
+
     def show_diff(self, lines: Sequence[DiffLine]) -> None:
         self.lines = list(lines)
+        palette = self.palette()
         self.clear()
         cursor = QTextCursor(self.document())
         first = True
@@ -118,7 +154,7 @@ class DiffView(QTextEdit):
                 gap = 10
             elif sign == "!":
                 fmt.setFontItalic(True)
-                fmt.setForeground(WARNING)
+                fmt.setForeground(shade(WARNING, palette))
                 body = [text]
                 gap = 4
             else:
@@ -128,8 +164,8 @@ class DiffView(QTextEdit):
                 body = [f"{shown} {parts[0]}"] + [f"  {part}" for part in parts[1:]]
                 gap = 4
                 if sign in ("+", "-"):
-                    fmt.setForeground(ADDED if sign == "+" else REMOVED)
-                    block.setBackground(ADDED_BG if sign == "+" else REMOVED_BG)
+                    fmt.setForeground(shade(ADDED if sign == "+" else REMOVED, palette))
+                    block.setBackground(shade(ADDED_BG if sign == "+" else REMOVED_BG, palette))
             for number, line in enumerate(body):
                 # Space between entries, none inside one: a multi-line entry stays one unit.
                 spaced = QTextBlockFormat(block)
@@ -145,6 +181,10 @@ class DiffView(QTextEdit):
 
 
 class SnapshotDiffDialog(QDialog):
+    """What changed on disk since the session started, and a way to take it in now."""
+
+    newSessionRequested = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Memory changes since this session started")
@@ -156,11 +196,23 @@ class SnapshotDiffDialog(QDialog):
         self.intro.setWordWrap(True)
         self.view = DiffView()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.new_session_button = buttons.addButton(
+            "Start a new session", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.new_session_button.setToolTip(
+            "End this conversation (it stays in the session list) and start one that sees "
+            "memory as it is now"
+        )
+        self.new_session_button.clicked.connect(self._new_session)
         buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)
         layout.addWidget(self.intro)
         layout.addWidget(self.view)
         layout.addWidget(buttons)
+
+    def _new_session(self) -> None:
+        self.newSessionRequested.emit()
+        self.close()
 
     def show_snapshot(self, diff: dict[str, dict[str, list[str]]]) -> None:
         lines: list[DiffLine] = []
@@ -173,6 +225,7 @@ class SnapshotDiffDialog(QDialog):
             lines += [("-", entry) for entry in removed]
             lines += [("+", entry) for entry in added]
         self.view.show_diff(lines or [("!", "No changes since this session started.")])
+        self.new_session_button.setEnabled(bool(lines))
 
 
 class SnapshotBanner(QFrame):
@@ -190,6 +243,9 @@ class SnapshotBanner(QFrame):
         self.restyle()
         self.label = QLabel()
         self.label.setWordWrap(True)
+        # The dock's width must not follow the banner's text as it comes and goes.
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
         self.diff_button = QPushButton("Show diff")
         self.diff_button.clicked.connect(self.diffRequested)
         layout = QHBoxLayout(self)
@@ -304,6 +360,7 @@ class EntryEditor(QDialog):
         self.old_text = old_text
         self._state = state
         self.waiting = False
+        self.blocked = False  # over the cap and growing: Save is off
         verb = "Edit entry in" if old_text is not None else "Add entry to"
         self.setWindowTitle(f"{verb} {target.filename}")
         self.resize(520, 300)
@@ -321,6 +378,9 @@ class EntryEditor(QDialog):
         self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
         self.buttons.accepted.connect(self._save)
         self.buttons.rejected.connect(self.reject)
+        self.save_button.setToolTip("Save (Ctrl+Enter)")
+        # Ctrl+Enter saves: caught before the text box, which would take it as a new line.
+        self.editor.installEventFilter(self)
         layout = QVBoxLayout(self)
         layout.addWidget(self.editor)
         layout.addWidget(self.count)
@@ -352,10 +412,36 @@ class EntryEditor(QDialog):
             line += f" — {self.target.filename} would be " + usage_text(
                 projected, limit, projected * 100 // limit
             )
-        self.count.setText(line)
         over = projected is not None and bool(limit) and projected > limit
+        # Over the cap the engine takes only an edit that does not grow the file; saving
+        # anything else would only be refused.
+        chars = self._state.get("chars")
+        grows = projected is not None and chars is not None and projected > chars
+        self.blocked = over and grows
+        if self.blocked:
+            line += " — over the limit: shorten it to save"
+        self.count.setText(line)
         _set_text_color(self.count, REMOVED if over else None)
-        self.save_button.setEnabled(bool(text) and not self.waiting)
+        self.save_button.setEnabled(bool(text) and not self.waiting and not self.blocked)
+        self.save_button.setToolTip(
+            f"{self.target.filename} has no room for this; shorten it, or merge or delete "
+            "other entries first"
+            if self.blocked
+            else "Save (Ctrl+Enter)"
+        )
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            watched is self.editor
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+            and event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        ):
+            if self.save_button.isEnabled():
+                self._save()
+            return True
+        return super().eventFilter(watched, event)
 
     def _save(self) -> None:
         text = self.text().strip()
@@ -398,9 +484,15 @@ class MemoryTargetBox(QGroupBox):
         self.bar = QProgressBar()
         self.bar.setRange(0, 100)
         self.bar.setFormat("loading…")
-        self.bar.setTextVisible(True)
+        # The figures go in a label beside the bar, not on it: text drawn over a coloured
+        # chunk is white on one half and dark on the other, unreadable where they meet.
+        self.bar.setTextVisible(False)
+        self.bar.setMaximumHeight(10)
+        self.usage = QLabel("loading…")
+        self.usage.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.notice = QLabel()
         self.notice.setWordWrap(True)
+        self.notice.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.notice.hide()
         self.entries = EntryListView()
         self.entries.setModel(self.model)
@@ -420,14 +512,21 @@ class MemoryTargetBox(QGroupBox):
         self.delete_button.clicked.connect(self.delete_entry)
         self.result = QLabel()
         self.result.setWordWrap(True)
+        self.result.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.result.hide()
+        # An outcome is news for a while, not forever: a "Saved" from an hour ago misleads.
+        self.result_timer = QTimer(self)
+        self.result_timer.setSingleShot(True)
+        self.result_timer.timeout.connect(self.result.hide)
+        self._relaying = True  # False while the engine's new rows move the list's selection
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.edit_button)
         buttons.addWidget(self.delete_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.usage)
         layout.addWidget(self.bar)
         layout.addWidget(self.notice)
         layout.addWidget(self.entries, 1)
@@ -441,19 +540,33 @@ class MemoryTargetBox(QGroupBox):
 
     def show_state(self, state: dict[str, Any]) -> None:
         self.state = state
-        self.model.set_entries(state.get("items") or [])
+        row = self.selected_row()
+        selected = QPersistentModelIndex(self.model.index(row, 0)) if row >= 0 else None
+        # A removed row hands the list's selection to its neighbour; that move is Qt's, not
+        # the user's, so it is neither relayed nor kept (a second Del would hit the neighbour).
+        # An entry changed in place keeps its row, and stays selected.
+        self._relaying = False
+        try:
+            self.model.set_entries(state.get("items") or [])
+            if selected is not None and not selected.isValid():
+                self.entries.selectionModel().clear()
+        finally:
+            self._relaying = True
+        self._update_buttons()
         if self.editor is not None:
             self.editor.set_state(state)
         error = state.get("error")
         if error:
             self.bar.setValue(0)
             self.bar.setFormat("unreadable")
+            self.usage.setText("unreadable")
             self._color_bar(None)
             self._show_notice(error, REMOVED)
         else:
             chars, limit, percent = state["chars"], state["limit"], state["percent"]
             self.bar.setValue(max(0, min(100, percent)))
             self.bar.setFormat(usage_text(chars, limit, percent))
+            self.usage.setText(usage_text(chars, limit, percent))
             if chars > limit:
                 self._color_bar(REMOVED)
                 self._show_notice(
@@ -474,6 +587,13 @@ class MemoryTargetBox(QGroupBox):
 
     def usage_text(self) -> str:
         return self.bar.format()
+
+    def show_message(self, message: str, color: QColor | None) -> None:
+        """An outcome under the list, gone after :data:`RESULT_MS`."""
+        self.result.setText(message)
+        _set_text_color(self.result, color)
+        self.result.show()
+        self.result_timer.start(RESULT_MS)
 
     def _show_notice(self, text: str, color: QColor) -> None:
         self.notice.setText(text)
@@ -505,7 +625,8 @@ class MemoryTargetBox(QGroupBox):
 
     def _on_selection(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
         self._update_buttons()
-        self.entrySelected.emit(self.selected_row())
+        if self._relaying:
+            self.entrySelected.emit(self.selected_row())
 
     # -- edits -----------------------------------------------------------------------------
 
@@ -587,12 +708,10 @@ class MemoryTargetBox(QGroupBox):
                 open_editor.accept()
         else:
             color = REMOVED
-            message = "Refused: " + message
+            message = refusal_text(result, self.target.filename)
             if open_editor is not None:
-                open_editor.refused(str(result.get("message") or result.get("error")))
-        self.result.setText(message)
-        _set_text_color(self.result, color)
-        self.result.show()
+                open_editor.refused(message)
+        self.show_message(message, color)
         if editor is not None and not editor.isVisible():
             editor.waiting = False
             editor.deleteLater()
@@ -603,11 +722,28 @@ class MemoryPanel(QWidget):
 
     editRequested = Signal(str, object)  # target, operations (memory tool format)
     entrySelected = Signal(str, int)  # target, row (-1 when nothing is selected)
+    newSessionRequested = Signal()  # from the snapshot diff: take the new memory in now
+    undoRequested = Signal()  # undo the newest memory change not undone yet (Ctrl+Z)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.banner = SnapshotBanner()
         self.banner.diffRequested.connect(self.show_snapshot_diff)
+        # Undo walks back through the change history, one change per press.
+        self.undo_button = QToolButton()
+        self.undo_button.setText("Undo")
+        self.undo_button.setToolTip("Undo the last memory change (Ctrl+Z); again to go further")
+        self.undo_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.undo_button.clicked.connect(self.request_undo)
+        self.undo_status = QLabel()
+        self.undo_status.setWordWrap(True)
+        self.undo_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.undo_status.hide()
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(self.undo_status.hide)
+        self._undoing = False
+        self._draw_undo_icon()
         self.boxes = {target.value: MemoryTargetBox(target) for target in Target}
         self._outstanding: deque[tuple[MemoryTargetBox, EntryEditor | None]] = deque()
         self._snapshot_diff: dict[str, dict[str, list[str]]] = {}
@@ -623,9 +759,58 @@ class MemoryPanel(QWidget):
         # holds more entries, and an even split left it scrolling beside an empty USER list.
         splitter.setStretchFactor(0, 8)
         splitter.setStretchFactor(1, 5)
+        undo_row = QHBoxLayout()
+        undo_row.addWidget(self.undo_status, 1)
+        undo_row.addWidget(self.undo_button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
+        layout.addLayout(undo_row)
+
+    PREFERRED_WIDTH = 320
+
+    def sizeHint(self) -> QSize:
+        # A width of its own, not its texts': the dock must not widen when the banner or a
+        # long outcome appears (the main window sizes docks from their hints).
+        return QSize(
+            max(self.PREFERRED_WIDTH, self.minimumSizeHint().width()), super().sizeHint().height()
+        )
+
+    def _draw_undo_icon(self) -> None:
+        from app.views.chat_pane import themed_icon
+
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.undo_button.setIcon(themed_icon("undo", color))
+
+    @Slot()
+    def request_undo(self) -> None:
+        """Ask for the newest change to be undone; one request at a time."""
+        if self._undoing:
+            return
+        self._undoing = True
+        self.undo_button.setEnabled(False)
+        self.undoRequested.emit()
+
+    @Slot(object)
+    def show_undo_result(self, result: object) -> None:
+        """The engine's answer to :meth:`request_undo`."""
+        self._undoing = False
+        self.undo_button.setEnabled(True)
+        answer = result if isinstance(result, dict) else {}
+        if answer.get("ok"):
+            message = str(answer.get("message") or "Undone.")
+            color: QColor | None = ADDED
+        elif answer.get("error") == "not_found":
+            message, color = "Nothing left to undo.", None
+        elif answer.get("error") == "conflict":
+            message = "That change cannot be undone: the entry has changed since. Edit it instead."
+            color = REMOVED
+        else:
+            message, color = refusal_text(answer), REMOVED
+        self.undo_status.setText(message)
+        _set_text_color(self.undo_status, color)
+        self.undo_status.show()
+        self._undo_timer.start(RESULT_MS)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -633,6 +818,7 @@ class MemoryPanel(QWidget):
         # sits inside a window (measured: no event reaches it), so it is told from here.
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.banner.restyle()
+            self._draw_undo_icon()
 
     def _relay_selection(self, target: str, row: int) -> None:
         if not self._syncing:
@@ -684,6 +870,8 @@ class MemoryPanel(QWidget):
         if snapshot is not None:
             self._snapshot_diff = snapshot.get("diff") or {}
             self.banner.show_count(int(snapshot.get("changes") or 0))
+            for key, box in self.boxes.items():
+                box.model.set_unseen((self._snapshot_diff.get(key) or {}).get("added") or [])
             if self.diff_dialog is not None:
                 self.diff_dialog.show_snapshot(self._snapshot_diff)
 
@@ -691,6 +879,7 @@ class MemoryPanel(QWidget):
     def show_snapshot_diff(self) -> None:
         if self.diff_dialog is None:
             self.diff_dialog = SnapshotDiffDialog(self)
+            self.diff_dialog.newSessionRequested.connect(self.newSessionRequested)
         self.diff_dialog.show_snapshot(self._snapshot_diff)
         if self.diff_dialog.isVisible():
             self.diff_dialog.raise_()  # already open, perhaps behind the main window

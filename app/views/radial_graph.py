@@ -35,6 +35,7 @@ from PySide6.QtGui import (
     QKeyEvent,
     QMouseEvent,
     QPainter,
+    QPainterPath,
     QPaintEvent,
     QPalette,
     QPen,
@@ -76,7 +77,12 @@ ACCENT = QColor("#d62f7f")
 MIN_ZOOM, MAX_ZOOM = 0.5, 80.0
 LINKS_ALL_BELOW = 150  # visible nodes under which every term link is drawn
 LABELS_BELOW = 400  # nodes on screen under which labels are placed (those that fit)
-LABEL_WIDTH = 220
+LABEL_WIDTH = 220  # px at zoom 1; a label may grow with the zoom up to LABEL_WIDTH_MAX
+LABEL_WIDTH_MAX = 640
+LABELS_MIN_SCALE = 90  # px: the disc's radius below which no labels are placed
+# A session's edge to a chunk more than this far round the circle is drawn along the
+# session's ring and then out, not as a chord through the middle.
+CURVE_ABOVE = 0.18  # radians
 SETTLE_MS = 90
 SOURCE_KINDS = {
     "memory": MEMORY_NODE,
@@ -179,11 +185,14 @@ class RadialGraph(QWidget):
         self._press: QPointF | None = None
         self._dragged = False
         self._sprites: dict[tuple[object, ...], QPixmap] = {}
-        self._labels: dict[int, tuple[QStaticText, int]] = {}
+        self._labels: dict[tuple[int, int], tuple[QStaticText, int]] = {}
         self._font_metrics: QFontMetrics | None = None
+        # What the last live layer drew (tests and benchmarks read them).
+        self.baked_labels: list[int] = []
+        self.curved_edges = 0
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setMinimumSize(240, 240)
+        self.setMinimumSize(160, 140)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
 
     def sizeHint(self) -> QSize:
@@ -423,6 +432,18 @@ class RadialGraph(QWidget):
             self.devicePixelRatioF(),
         )
 
+    def ring_labels(self) -> list[tuple[float, str]]:
+        """The time rings and the label drawn on each: a label already on a ring inside is
+        left off (events within one minute would put the same time on every ring)."""
+        if self.layout_data is None:
+            return []
+        seen: set[str] = set()
+        rings = []
+        for radius, label in self.layout_data.rings:
+            rings.append((radius, "" if label in seen else label))
+            seen.add(label)
+        return rings
+
     def _render_ghost(self, view: _View) -> QPixmap:
         key = self._ghost_key(view)
         if self._ghost is not None and self._ghost[0] == key:
@@ -441,7 +462,7 @@ class RadialGraph(QWidget):
         painter.setFont(small)
         metrics = QFontMetrics(small)
         if layout is not None:
-            for radius, label in layout.rings:
+            for radius, label in self.ring_labels():
                 r = radius * view.scale
                 painter.setPen(ring_pen)
                 painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -477,7 +498,7 @@ class RadialGraph(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, len(shown) < 3_000)
         if len(layout.tree):
             both = live[layout.tree[:, 0]] & live[layout.tree[:, 1]]
-            self._draw_edges(painter, sx, sy, layout.tree[both], blend(background, text, 0.2))
+            self._draw_tree(painter, view, sx, sy, layout.tree[both], blend(background, text, 0.2))
         if len(layout.links) and len(shown) <= LINKS_ALL_BELOW:
             both = live[layout.links[:, 0]] & live[layout.links[:, 1]]
             color = blend(background, NODE_COLORS[MEMORY_NODE], 0.16)
@@ -486,6 +507,60 @@ class RadialGraph(QWidget):
         self._bake_labels(painter, view, live)
         painter.end()
         return pixmap
+
+    def _draw_tree(
+        self,
+        painter: QPainter,
+        view: _View,
+        sx: np.ndarray,
+        sy: np.ndarray,
+        pairs: np.ndarray,
+        color: QColor,
+    ) -> None:
+        """Session → chunk edges. Most join neighbours (a session sits over its chunks) and
+        stay straight lines, drawn in one call; the few that reach far round the circle run
+        along the session's ring and then out to the chunk, so they never cut across the
+        disc, and edges from one session to one sector share that arc (a bundle)."""
+        if not len(pairs):
+            return
+        straight, path, curved = self._route(view, sx, sy, pairs)
+        self.curved_edges = curved
+        self._draw_edges(painter, sx, sy, straight, color)
+        if curved:
+            painter.setPen(QPen(color, 1))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(path)
+
+    def _route(
+        self, view: _View, sx: np.ndarray, sy: np.ndarray, pairs: np.ndarray
+    ) -> tuple[np.ndarray, QPainterPath, int]:
+        """Split ``pairs`` into those drawn straight and a path for the rest: an edge with a
+        session at one end reaching more than :data:`CURVE_ABOVE` round the circle goes
+        along the session's ring, then straight out to the other end."""
+        assert self.layout_data is not None
+        path = QPainterPath()
+        if not len(pairs):
+            return pairs, path, 0
+        kind = self.layout_data.kind
+        dx, dy = sx - view.cx, sy - view.cy
+        theta = np.arctan2(dx, -dy)  # 0 at the top, clockwise, as the layout lays it out
+        radius = np.hypot(dx, dy)
+        a, b = pairs[:, 0], pairs[:, 1]
+        b_is_session = kind[b] == SESSION_NODE
+        session = np.where(b_is_session, b, a)
+        other = np.where(b_is_session, a, b)
+        has_session = (kind[a] == SESSION_NODE) | b_is_session
+        turn = (theta[other] - theta[session] + math.pi) % (2 * math.pi) - math.pi
+        far = has_session & (np.abs(turn) > CURVE_ABOVE)
+        for s_i, o_i, sweep in zip(
+            session[far].tolist(), other[far].tolist(), turn[far].tolist(), strict=True
+        ):
+            r = float(radius[s_i])
+            path.moveTo(float(sx[s_i]), float(sy[s_i]))
+            start = 90.0 - math.degrees(float(theta[s_i]))
+            path.arcTo(QRectF(view.cx - r, view.cy - r, 2 * r, 2 * r), start, -math.degrees(sweep))
+            path.lineTo(float(sx[o_i]), float(sy[o_i]))
+        return pairs[~far], path, int(far.sum())
 
     @staticmethod
     def _draw_edges(
@@ -559,34 +634,44 @@ class RadialGraph(QWidget):
             if not len(pairs):
                 continue
             touching = pairs[(pairs[:, 0] == index) | (pairs[:, 1] == index)]
+            touching = touching[drawn[touching[:, 0]] & drawn[touching[:, 1]]]
             pen.setStyle(style)
             painter.setPen(pen)
-            for a, b in touching.tolist():
-                if drawn[a] and drawn[b]:
-                    painter.drawLine(
-                        QPointF(
-                            view.cx + layout.x[a] * view.scale, view.cy + layout.y[a] * view.scale
-                        ),
-                        QPointF(
-                            view.cx + layout.x[b] * view.scale, view.cy + layout.y[b] * view.scale
-                        ),
-                    )
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            sx = view.cx + layout.x * view.scale
+            sy = view.cy + layout.y * view.scale
+            # The selection's sessions are routed as the tree's edges are: round, not across.
+            straight, path, curved = self._route(view, sx, sy, touching)
+            for a, b in straight.tolist():
+                painter.drawLine(QPointF(sx[a], sy[a]), QPointF(sx[b], sy[b]))
+            if curved:
+                painter.drawPath(path)
+
+    def label_width(self) -> int:
+        """How wide a label may be: more room as the view zooms in, in steps of 60 px so the
+        label cache is not rebuilt on every wheel notch; never much wider than the disc is
+        across (in a small dock a label would cover the graph it names)."""
+        wanted = LABEL_WIDTH * max(1.0, self.zoom) ** 0.75
+        width = min(LABEL_WIDTH_MAX, LABEL_WIDTH + (wanted - LABEL_WIDTH) // 60 * 60)
+        disc = self._view().scale
+        return int(max(60, min(width, disc // 60 * 60 + 60)))
 
     def _label(self, index: int) -> tuple[QStaticText, int]:
-        """Node ``index``'s label, elided, laid out once per journey (a static text draws
-        several times faster than laying the string out again on every paint)."""
-        cached = self._labels.get(index)
+        """Node ``index``'s label, elided, laid out once per journey and width (a static
+        text draws several times faster than laying the string out again on every paint)."""
+        width = self.label_width()
+        cached = self._labels.get((index, width))
         if cached is None:
             assert self.layout_data is not None
             metrics = self._metrics()
             text = metrics.elidedText(
-                self.layout_data.labels[index], Qt.TextElideMode.ElideRight, LABEL_WIDTH
+                self.layout_data.labels[index], Qt.TextElideMode.ElideRight, width
             )
             static = QStaticText(text)
             static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(QTransform(), self.font())
             cached = (static, metrics.horizontalAdvance(text))
-            self._labels[index] = cached
+            self._labels[(index, width)] = cached
         return cached
 
     def _metrics(self) -> QFontMetrics:
@@ -602,6 +687,13 @@ class RadialGraph(QWidget):
         height = self._metrics().height()
         x = view.cx + float(self.layout_data.x[index]) * view.scale
         y = view.cy + float(self.layout_data.y[index]) * view.scale
+        if self.layout_data.kind[index] == SESSION_NODE:
+            # Centred above (or, in the lower half, below) the diamond: its chunks' labels
+            # take the sides.
+            half = self._diameter(1) * NODE_SCALE[SESSION_NODE] / 2 + 2
+            top = y - half - height if y <= view.cy else y + half
+            left = x - width / 2
+            return left - 2, top, left + width + 2, top + height, text
         left = x - width - 8 if x < view.cx else x + 8
         return left - 2, y - height / 2, left + width + 2, y + height / 2, text
 
@@ -632,7 +724,9 @@ class RadialGraph(QWidget):
         sy = view.cy + layout.y * view.scale
         on_screen = live & (sx >= 0) & (sx <= view.width) & (sy >= 0) & (sy <= view.height)
         chosen = np.flatnonzero(on_screen)
-        if not len(chosen) or len(chosen) > LABELS_BELOW:
+        self.baked_labels = []
+        # A disc under ~180 px across has no room for names; hovering still shows them.
+        if not len(chosen) or len(chosen) > LABELS_BELOW or view.scale < LABELS_MIN_SCALE:
             return
         cell = 48.0
         grid: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
@@ -665,13 +759,15 @@ class RadialGraph(QWidget):
         _background, text_color = self._colors()
         painter.setFont(self.font())
         painter.setPen(text_color)
-        order = sorted(chosen.tolist(), key=lambda i: (layout.kind[i] == SESSION_NODE, i))
+        # Sessions first: there are few, and a diamond without a name says nothing.
+        order = sorted(chosen.tolist(), key=lambda i: (layout.kind[i] != SESSION_NODE, i))
         for i in order:
             *box, label = self._label_box(view, i)
             rect = (box[0], box[1], box[2], box[3])
             if not free(rect):
                 continue
             take(rect)
+            self.baked_labels.append(i)
             painter.drawStaticText(QPointF(rect[0] + 2, rect[1]), label)
 
     def _paint_labels(self, painter: QPainter, view: _View, selected: int) -> None:
@@ -786,9 +882,13 @@ class RadialGraph(QWidget):
         return chunk is not None and chunk.alive
 
     def _viewable(self, key: str) -> bool:
-        """Skills and facts are shown, not edited, from here (skills change through
-        ``cairn skills`` and the agent, facts through the fact store)."""
-        return bool(key) and self.bundle is not None and self.bundle.journey.item(key) is not None
+        """Every chunk can be viewed (its versions and sessions); skills and facts are shown,
+        not edited, from here (skills change through ``cairn skills`` and the agent, facts
+        through the fact store)."""
+        if not key or self.bundle is None:
+            return False
+        journey = self.bundle.journey
+        return journey.item(key) is not None or journey.chunk(key) is not None
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         key = self.key_at(QPointF(event.pos()))

@@ -13,6 +13,7 @@ moment shown, so playback only changes which nodes are visible, never where they
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -143,6 +144,8 @@ def _angle_xy(angle: float, radius: float) -> tuple[float, float]:
 
 def _tick_label(stamp: float, span: float) -> str:
     moment = datetime.fromtimestamp(stamp)
+    if span < 180:  # events within a few minutes: the seconds tell the rings apart
+        return moment.strftime("%H:%M:%S")
     if span < 2 * 86_400:
         return moment.strftime("%d %b %H:%M")
     if span < 400 * 86_400:
@@ -156,15 +159,32 @@ def radial_layout(graph: nx.Graph, positions: int) -> GraphLayout:
     chunks = [n for n, d in graph.nodes(data=True) if d["kind"] != SESSION_NODE]
     sessions = [n for n, d in graph.nodes(data=True) if d["kind"] == SESSION_NODE]
     nodes = graph.nodes
-    # Radius: rank of the time among every time in the graph; unknown times come first.
+    # Radius: rank among every node's time; unknown times come first. Nodes learned at one
+    # moment (a first batch of entries, an import) are ranked by the order they were learned
+    # in, each a step further out: ranked by time alone they shared one small ring at the
+    # centre and were drawn on top of each other.
+    timed = sorted(
+        (n for n in chunks if nodes[n]["time"] is not None),
+        key=lambda n: (nodes[n]["time"], nodes[n]["order"]),
+    )
+    untimed = sorted(
+        (n for n in chunks if nodes[n]["time"] is None), key=lambda n: nodes[n]["order"]
+    )
+    place = {key: i for i, key in enumerate(untimed + timed)}
+    times = [nodes[n]["time"] for n in timed]
     stamps = sorted({t for t in (nodes[n]["time"] for n in graph.nodes) if t is not None})
-    rank = {t: i for i, t in enumerate(stamps)}
-    steps = max(len(stamps) - 1, 1)
+    steps = max(len(place) - 1, 1)
 
-    def radius(stamp: float | None) -> float:
+    def radius_at(rank: int) -> float:
+        return INNER_RADIUS + (1 - INNER_RADIUS) * (0.04 + 0.96 * min(rank, steps) / steps)
+
+    def radius(stamp: float | None, key: str | None = None) -> float:
+        if key is not None and key in place:
+            return radius_at(place[key])
         if stamp is None:
             return INNER_RADIUS
-        return INNER_RADIUS + (1 - INNER_RADIUS) * (0.04 + 0.96 * rank[stamp] / steps)
+        # A session or a ring: where its time falls among the chunks' times.
+        return radius_at(len(untimed) + bisect.bisect_left(times, stamp))
 
     # Angle: a sector per category, in each sector a run of slots per learning session (per
     # entity, for facts).
@@ -219,7 +239,7 @@ def radial_layout(graph: nx.Graph, positions: int) -> GraphLayout:
     index = {key: i for i, key in enumerate(keys)}
     for i, key in enumerate(chunks):
         data = nodes[key]
-        x[i], y[i] = _angle_xy(angle_of[key], radius(data["time"]))
+        x[i], y[i] = _angle_xy(angle_of[key], radius(data["time"], key))
         kind_arr[i] = data["kind"]
         born[i] = data["born"]
         died[i] = positions + 1 if data["died"] is None else data["died"]

@@ -218,6 +218,20 @@ class SessionStore:
             )
         )
 
+    def rename_session(self, session_id: str, title: str | None) -> bool:
+        """Give a session a new title (None or blank: untitled); False if there is none."""
+        clean = " ".join((title or "").split())[:200] or None
+        return self._write(
+            lambda conn: (
+                conn.execute(
+                    update(sessions_t)  # type: ignore[arg-type]
+                    .where(sessions_t.c.id == session_id)
+                    .values(title=clean)
+                ).rowcount
+                == 1
+            )
+        )
+
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
         """Add one model call's token counts to the session's counters."""
         self._write(
