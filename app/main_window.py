@@ -180,6 +180,8 @@ class MainWindow(QMainWindow):
         self.sessions.renameRequested.connect(self._rename_session)
         self.sessions.deleteRequested.connect(self._delete_sessions)
         self.sessions.exportRequested.connect(self._export_sessions)
+        self.sessions.continueRequested.connect(self._continue_session)
+        self.chat.continueRequested.connect(self._continue_session)
 
         self.badge.clicked.connect(self.show_pending)
 
@@ -247,6 +249,17 @@ class MainWindow(QMainWindow):
 
         self._session_op(
             lambda w: session_ops.session_rename(w.need_agent().store, session_id, title)
+        )
+
+    @Slot(str)
+    def _continue_session(self, session_id: str) -> None:
+        from engine.ops import sessions as session_ops
+
+        self.runner.run(
+            lambda w: session_ops.session_continue(w.need_agent(), session_id),
+            initiator=self.chat,
+        ).success(lambda result: self.chat.continue_session(result.result["transcript"])).failure(
+            lambda exc: self.chat.on_failed(getattr(exc, "message", None) or str(exc))
         )
 
     @Slot(object)

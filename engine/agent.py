@@ -30,6 +30,7 @@ from engine.compression import (
     needs_compression,
 )
 from engine.config import Config, load_config
+from engine.errors import CairnError
 from engine.events import (
     AgentEvent,
     Listener,
@@ -677,6 +678,55 @@ class Agent:
         self.prompt = self._build_prompt()
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
+
+    def continue_session(self, session_id: str) -> None:
+        """Go on with a stored conversation: end this session and start a child of
+        ``session_id`` that carries its messages under a prompt built now (memory as it is
+        today; the old session keeps the prompt it had). The child holds the carried messages
+        itself, as a compressed session does, so it can be continued in turn; search counts
+        a lineage once. Raises :class:`CairnError` when the session is not stored or a
+        reply is in progress."""
+        if not self._busy.acquire(blocking=False):
+            raise CairnError("busy", "a reply is in progress: stop it or wait, then continue")
+        try:
+            info = self.store.get_session(session_id)
+            if info is None:
+                raise CairnError("not_found", f"no stored session {session_id!r}")
+            carried: list[ChatMessage] = []
+            for stored in self.store.messages(info.id):
+                if stored.role not in ("user", "assistant", "tool"):
+                    continue
+                message: ChatMessage = {"role": stored.role, "content": stored.content}
+                if stored.tool_calls:
+                    message["tool_calls"] = stored.tool_calls
+                if stored.tool_call_id:
+                    message["tool_call_id"] = stored.tool_call_id
+                if stored.tool_name:
+                    message["name"] = stored.tool_name
+                carried.append(message)
+            # A crash between a call and its result left calls unanswered: answer them, so
+            # the continued conversation is one every server accepts.
+            carried.extend(_unanswered(carried))
+            if self.session is not None:
+                self.store.end_session(self.session_id, "new_session")
+                if self.external_memory is not None:
+                    self.external_memory.session_ended(self.messages)
+            self.prompt = self._build_prompt()
+            self._new_session_id(parent=info.id)
+            self.session = self.store.create_session(
+                session_id=self.session_id,
+                source=self.source,
+                title=info.title,
+                model=self._model_name(),
+                system_prompt=self.prompt.text,
+                parent_session_id=info.id,
+            )
+            self.store.append(self.session_id, [_stored(m) for m in carried])
+            self.messages = carried
+            self.user_turns = 0  # turns of this session: the review's interval starts again
+        finally:
+            self._busy.release()
+        self._emit(SessionStarted(self.session_id, info.id, "continue"))
 
     def close(
         self, review_timeout: float = 30.0, provider_timeout: float = 5.0, reason: str = "closed"

@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     chat = sub.add_parser("chat", parents=[common], help="talk to the agent in the terminal")
     chat.add_argument("-q", "--query", help="send one message, print the reply and exit")
+    chat.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_id",
+        nargs="?",
+        const="last",
+        metavar="SESSION",
+        help="go on with a stored conversation: the newest (default) or this id or id prefix",
+    )
     chat.set_defaults(handler=_chat)
 
     model = sub.add_parser("model", parents=[common], help="show or choose the model")
@@ -100,6 +109,10 @@ class _Printer:
                 self._line(event.detail)
         elif isinstance(event, SessionStarted) and event.reason in ("compression", "window"):
             self._line(f"  (continuing in session {event.session_id[:8]})")
+        elif isinstance(event, SessionStarted) and event.reason == "continue":
+            parent = (event.parent_session_id or "")[:8]
+            # On stderr: a one-shot's stdout is the reply alone.
+            self._line(f"  (continuing session {parent} as {event.session_id[:8]})", self.err)
 
     def _line(self, text: str, stream: TextIO | None = None) -> None:
         stream = stream or self.out
@@ -224,6 +237,8 @@ def _chat(args: argparse.Namespace) -> int:
             agent = Agent(
                 home, config, source="cli", cwd=Path.cwd(), listener=None if quiet_json else printer
             )
+            if args.continue_id is not None:
+                _continue(agent, args.continue_id)
             if args.query is not None:
                 return _one_shot(agent, args.query, args.json, printer, signals)
             return _repl(agent, printer, signals)
@@ -240,6 +255,23 @@ def _chat(args: argparse.Namespace) -> int:
             # The terminal may be gone (SIGHUP): what could not be printed is in the store.
             with contextlib.suppress(OSError):
                 printer.flush_held()
+
+
+def _continue(agent: Agent, given: str) -> None:
+    """Continue the newest stored session (``last``) or the one ``given`` names; a
+    :class:`CairnError` (none stored, unknown id) reaches the one handler as one line."""
+    from engine.errors import CairnError
+
+    store = agent.store
+    if given == "last":
+        # The newest conversation someone had (terminal or window), not a scheduled run's.
+        newest = [s for s in store.list_sessions(limit=50) if s.source != "cron"]
+        if not newest:
+            raise CairnError("not_found", "no stored conversation to continue yet")
+        info = newest[0]
+    else:
+        info = store.resolve(given)
+    agent.continue_session(info.id)
 
 
 def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals: _Signals) -> int:

@@ -46,7 +46,9 @@ class Notice:
 class SessionStarted:
     session_id: str
     parent_session_id: str | None
-    reason: str  # start | new | compression | window (a shorter prompt for a smaller window)
+    reason: (
+        str  # start | new | continue | compression | window (a shorter prompt for a smaller window)
+    )
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,38 @@ def test_one_shot_streams_text_and_fails_clearly(
     assert proc.returncode == 1 and "server" in proc.stderr.lower()
 
 
+def test_continue_goes_on_with_a_stored_conversation_in_a_child_session(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    """There was no way to go on with a past conversation: every chat started empty. Now
+    `--continue` (newest) or `--continue ID-PREFIX` sends the stored messages along, in a
+    child session that keeps the lineage; an unknown id is one line and exit 1."""
+    scripted.add(reply("The cabin is booked for the 14th."))
+    first = json.loads(cairn_here("chat", "-q", "book the cabin", "--json", home=model_home).stdout)
+    scripted.add(reply("You booked it for the 14th."))
+    proc = cairn_here("chat", "--continue", "-q", "when is the cabin?", "--json", home=model_home)
+    assert proc.returncode == 0, proc.stderr
+    second = json.loads(proc.stdout)
+    sent = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
+    assert sent == ["book the cabin", "The cabin is booked for the 14th.", "when is the cabin?"]
+    store = SessionStore.open(model_home)
+    child = store.get_session(second["session_id"])
+    assert child is not None and child.parent_session_id == first["session_id"]
+    assert [m.content for m in store.messages(child.id)][-1] == "You booked it for the 14th."
+
+    scripted.add(reply("Still the 14th."))
+    by_prefix = cairn_here(
+        "chat", "--continue", first["session_id"][:8], "-q", "sure?", home=model_home
+    )
+    assert by_prefix.returncode == 0 and by_prefix.stdout.strip() == "Still the 14th."
+    assert f"continuing session {first['session_id'][:8]}" in by_prefix.stderr
+    assert scripted.chat_requests()[-1]["messages"][1]["content"] == "book the cabin"
+
+    missing = cairn_here("chat", "--continue", "ffffffffzz", "-q", "hi", home=model_home)
+    assert missing.returncode == 1 and "no session 'ffffffffzz'" in missing.stderr
+    assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
 def test_without_a_model_chat_says_how_to_configure_one(home: Home) -> None:
     proc = cairn_here("chat", "-q", "hello", home=home)
     assert proc.returncode == 1

@@ -21,6 +21,7 @@ from app.views.session_list import matched_terms, snippet_html
 from engine.home import Home
 from engine.sessions.store import SessionStore
 from engine.sessions.transfer import export_sessions, import_sessions
+from tests.scripted_server import ScriptedServer, reply
 from tests.test_app_window import open_window
 
 HOUR = 3600.0
@@ -118,6 +119,7 @@ def test_rename_delete_with_undo_and_export(
     assert menu is not None
     assert [a.text() for a in menu.actions() if a.text()] == [
         "Open",
+        "Continue this conversation",
         "Rename…",
         "Export…",
         "Delete",
@@ -177,6 +179,48 @@ def test_a_search_match_is_highlighted_in_the_opened_session(qtbot: QtBot, home:
     assert "3 matches" in window.chat.banner_label.text()
     window.chat.show_live()
     assert window.chat.view.extraSelections() == []
+    window.close()
+
+
+def test_a_stored_conversation_can_be_continued_from_the_window(
+    qtbot: QtBot, model_home: Home, scripted: ScriptedServer
+) -> None:
+    """There was no way to go on with a past conversation. "Continue this conversation"
+    (on the opened session's banner, and in the list's menu) makes it the live chat: its
+    messages are shown and sent with the next turn, in a child session of it."""
+    store = SessionStore.open(model_home)
+    old = store.create_session(source="cli", title="cabin trip")
+    store.add_message(old.id, "user", "book the cabin for the 14th")
+    store.add_message(old.id, "assistant", "Booked: the cabin, the 14th.")
+    store.end_session(old.id, "closed")
+    window = open_window(qtbot, model_home)
+    wait_listing(qtbot, window, 1)
+    menu = window.sessions.context_menu_at(
+        window.sessions.list.visualRect(window.sessions.model.index(0)).center()
+    )
+    assert menu is not None
+    assert "Continue this conversation" in [a.text() for a in menu.actions()]
+    window.sessions.sessionActivated.emit(old.id)
+    qtbot.waitUntil(lambda: window.chat.banner.isVisible(), timeout=10_000)
+    assert window.chat.continue_button.isVisible()
+    qtbot.mouseClick(window.chat.continue_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.chat.banner.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: "Booked: the cabin" in window.chat.transcript_text(), timeout=10_000)
+
+    scripted.add(reply("The 14th, as booked."))
+    window.chat.input.setPlainText("which day was it?")
+    qtbot.keyClick(window.chat.input, "\r")
+    qtbot.waitUntil(lambda: "as booked" in window.chat.transcript_text(), timeout=10_000)
+    sent = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
+    assert sent == [
+        "book the cabin for the 14th",
+        "Booked: the cabin, the 14th.",
+        "which day was it?",
+    ]
+    agent = window.worker.agent
+    assert agent is not None and agent.parent_session_id == old.id
+    child = store.get_session(agent.session_id)
+    assert child is not None and child.parent_session_id == old.id
     window.close()
 
 

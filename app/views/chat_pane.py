@@ -862,6 +862,8 @@ class ChatPane(QWidget):
 
     messageSubmitted = Signal(str)
     stopRequested = Signal()
+    # "Continue this conversation" on an earlier session being viewed: its id.
+    continueRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -879,9 +881,16 @@ class ChatPane(QWidget):
         self.banner_label.setTextFormat(Qt.TextFormat.PlainText)
         self.back_button = QPushButton("Back to the current chat")
         self.back_button.clicked.connect(self.show_live)
+        self.continue_button = QPushButton("Continue this conversation")
+        self.continue_button.setToolTip(
+            "Go on with it in a new session that carries its messages (the current chat ends)"
+        )
+        self.continue_button.clicked.connect(self._continue_viewed)
+        self._viewed_session = ""
         banner_layout = QHBoxLayout(self.banner)
         banner_layout.setContentsMargins(8, 4, 8, 4)
         banner_layout.addWidget(self.banner_label, 1)
+        banner_layout.addWidget(self.continue_button)
         banner_layout.addWidget(self.back_button)
         self.banner.hide()
 
@@ -1076,6 +1085,8 @@ class ChatPane(QWidget):
         self.history_model.load_session(
             {**result, "messages": result.get("messages") or session.get("messages") or []}
         )
+        self._viewed_session = str(session.get("session_id") or session.get("id") or "")
+        self.continue_button.setVisible(bool(self._viewed_session))
         title = session.get("title") or "an untitled session"
         started = session.get("started_at")
         when = f", {format_time(started)}" if isinstance(started, int | float) else ""
@@ -1089,6 +1100,18 @@ class ChatPane(QWidget):
                 self.banner_label.text() + f" · {found:,} match{'es' if found != 1 else ''}"
             )
         self._update_controls()
+
+    @Slot()
+    def _continue_viewed(self) -> None:
+        if self._viewed_session and not self._busy:
+            self.continueRequested.emit(self._viewed_session)
+
+    def continue_session(self, transcript: dict[str, Any]) -> None:
+        """The conversation in progress is now a stored one continued: show its messages
+        (a ``session_search`` read of the new session) as the live transcript."""
+        self.model.load_session(transcript)
+        self.show_live()
+        self.view.scroll_to_bottom()
 
     @Slot()
     def show_live(self) -> None:

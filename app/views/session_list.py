@@ -271,6 +271,7 @@ class SessionList(QWidget):
     renameRequested = Signal(str, str)  # session id, title
     deleteRequested = Signal(object)  # session ids, once their undo window is over
     exportRequested = Signal(object, str)  # session ids, file path
+    continueRequested = Signal(str)  # go on with this conversation in the chat
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -463,6 +464,9 @@ class SessionList(QWidget):
             return None
         menu = QMenu(self)
         menu.addAction("Open").triggered.connect(lambda: self.sessionActivated.emit(session_id))
+        menu.addAction("Continue this conversation").triggered.connect(
+            lambda: self.continueRequested.emit(session_id)
+        )
         menu.addAction("Rename…").triggered.connect(lambda: self.list.edit(index))
         menu.addAction("Export…").triggered.connect(lambda: self.choose_export([session_id]))
         menu.addSeparator()

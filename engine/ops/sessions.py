@@ -1,5 +1,5 @@
 """Operations on stored sessions a person asks for from the session list: rename, delete,
-export. Each goes through :class:`~engine.sessions.store.SessionStore` and says that the
+export, continue. Each goes through :class:`~engine.sessions.store.SessionStore` and says that the
 session store changed, so every session list (this window's, another view's) rereads."""
 
 from __future__ import annotations
@@ -8,24 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.changes import Changes, events
+from engine.errors import CairnError
 from engine.ops import OpResult
 
 if TYPE_CHECKING:
+    from engine.agent import Agent
     from engine.sessions.store import SessionStore
 
 SESSIONS = Changes(sessions=True)
 
 
-class SessionOpError(Exception):
+class SessionOpError(CairnError):
     """A session operation refused; nothing changed."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def to_dict(self) -> dict[str, object]:
-        return {"ok": False, "error": self.code, "message": self.message}
 
 
 def _done(result: dict[str, object], initiator: str) -> OpResult:
@@ -69,3 +63,22 @@ def sessions_export(store: SessionStore, session_ids: list[str], path: Path) -> 
         raise SessionOpError("io", f"cannot write {path.name}: {exc.strerror}") from exc
     message = f"exported {written} session{'s' if written != 1 else ''} to {path.name}"
     return OpResult(status="applied", message=message, result={"ok": True, "message": message})
+
+
+def session_continue(agent: Agent, session_id: str, *, initiator: str = "foreground") -> OpResult:
+    """Go on with a stored conversation in ``agent``: a child session carrying its messages
+    (:meth:`Agent.continue_session`). The result holds the conversation as ``session_search``
+    reads it, for the chat to show as the live one."""
+    agent.continue_session(session_id)
+    changes = Changes(sessions=True, session=True)
+    events.publish(changes, initiator)
+    read = agent.search_tool({"mode": "read", "session_id": agent.session_id}, for_user=True)
+    result: dict[str, object] = {
+        "ok": True,
+        "status": "applied",
+        "message": "continuing the conversation",
+        "session_id": agent.session_id,
+        "parent_session_id": session_id,
+        "transcript": read,
+    }
+    return OpResult.of(result, changes)

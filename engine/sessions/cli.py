@@ -20,11 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.cli_output import emit as _emit
 from engine.db import DatabaseError
+from engine.errors import CairnError
 from engine.sessions import hermes, maintenance
 from engine.sessions.search import SearchError, SessionSearch
 from engine.sessions.store import (
@@ -33,7 +33,6 @@ from engine.sessions.store import (
     SessionInfo,
     SessionStore,
     SessionStoreError,
-    sessions_t,
 )
 from engine.sessions.transfer import (
     DEFAULT_BATCH_SIZE,
@@ -46,11 +45,8 @@ from engine.sessions.transfer import export_sessions as write_export
 PREVIEW_CHARS = 200  # of a message's text, in search results on a terminal
 
 
-class Refused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class Refused(CairnError):
+    """A refused sessions command; ``code`` is machine-readable."""
 
 
 class UsageError(Exception):
@@ -149,7 +145,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
         except UsageError as exc:
             _fail(args, "usage", str(exc))
             return 2
-        except Refused as exc:
+        except CairnError as exc:  # Refused, and the store's own (SessionNotFound)
             _fail(args, exc.code, exc.message)
             return 1
         except maintenance.CorruptDatabaseError as exc:
@@ -187,27 +183,7 @@ def _store(args: argparse.Namespace) -> SessionStore:
 
 def _resolve(store: SessionStore, given: str) -> SessionInfo:
     """The session ``given`` names, exactly or by a unique prefix."""
-    info = store.get_session(given)
-    if info is not None:
-        return info
-    if given:
-        with store.engine.connect() as conn:
-            ids = list(
-                conn.scalars(
-                    select(sessions_t.c.id)
-                    .where(sessions_t.c.id > given, sessions_t.c.id < given + "\U0010ffff")
-                    .order_by(sessions_t.c.id)
-                    .limit(6)
-                )
-            )
-        if len(ids) == 1:
-            found = store.get_session(ids[0])
-            if found is not None:
-                return found
-        if len(ids) > 1:
-            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-            raise Refused("ambiguous", f"{given!r} matches several sessions: {shown}")
-    raise Refused("not_found", f"no session {given!r}")
+    return store.resolve(given)
 
 
 def _when(seconds: float | None) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from engine.config import Config, load_config
 from engine.db import open_engine
+from engine.errors import CairnError
 from engine.home import Home
 from engine.sessions.models import MessageRow, SessionRow
 
@@ -31,6 +32,11 @@ WRITE_ATTEMPTS = 6
 # FromClause).
 sessions_t = cast(Table, SessionRow.__table__)
 messages_t = cast(Table, MessageRow.__table__)
+
+
+class SessionNotFound(CairnError):
+    """No stored session has that id or id prefix (``not_found``), or several do
+    (``ambiguous``)."""
 
 
 class SessionStoreError(RuntimeError):
@@ -290,6 +296,31 @@ class SessionStore:
                 for row in conn.execute(select(sessions_t).where(sessions_t.c.id.in_(chunk))):
                     found[row.id] = _session(row)
         return found
+
+    def resolve(self, given: str) -> SessionInfo:
+        """The session ``given`` names: exactly, or by a unique prefix of its id (the short
+        ids lists show). Raises :class:`SessionNotFound` (``not_found`` or ``ambiguous``)."""
+        info = self.get_session(given)
+        if info is not None:
+            return info
+        if given:
+            with self.engine.connect() as conn:
+                ids = list(
+                    conn.scalars(
+                        select(sessions_t.c.id)
+                        .where(sessions_t.c.id > given, sessions_t.c.id < given + "\U0010ffff")
+                        .order_by(sessions_t.c.id)
+                        .limit(6)
+                    )
+                )
+            if len(ids) == 1:
+                found = self.get_session(ids[0])
+                if found is not None:
+                    return found
+            if len(ids) > 1:
+                shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+                raise SessionNotFound("ambiguous", f"{given!r} matches several sessions: {shown}")
+        raise SessionNotFound("not_found", f"no session {given!r}")
 
     def list_sessions(
         self, limit: int = 20, offset: int = 0, source: str | None = None
