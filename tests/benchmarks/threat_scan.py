@@ -65,6 +65,10 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
             _jsonl(DATA / "fresh" / "attacks.jsonl"),
             _jsonl(DATA / "fresh" / "benign.jsonl"),
         ),
+        "dev2": (
+            _jsonl(DATA / "dev2" / "attacks.jsonl"),
+            _jsonl(DATA / "dev2" / "benign.jsonl"),
+        ),
     }
     return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
 
