@@ -29,7 +29,7 @@ DATA = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.memory.threats import model, rules  # noqa: E402
+from engine.memory.threats import carriers, model, rules  # noqa: E402
 
 CATEGORY = {"role_hijack": "injection"}
 STDLIB = [
@@ -95,6 +95,7 @@ RATE = 0.05
 FP_BUDGET = 0.0
 PRUNE = 0.02
 MARGIN = 0.5
+TOP_NEGATIVES = 12
 
 
 def _jsonl(path: Path) -> list[dict[str, str]]:
@@ -138,13 +139,43 @@ def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     return texts, labels, cats, benign
 
 
-def design(texts: list[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+def segment_features(text: str) -> list[list[str]]:
+    """Each statement's features, as the scanner's model layer sees them at run time."""
+    lc = rules._normalise(text).lc
+    return [model.features(seg.text, seg.marks) for seg in carriers.segments(lc)] or [[]]
+
+
+def rows(
+    texts: list[str], y: np.ndarray
+) -> tuple[list[set[str]], list[float], list[int], list[bool]]:
+    """Training rows: an attack is one row (its statements' features together), a benign text
+    is one row per statement (each must stay under the threshold on its own). Every row also
+    appears with only its language-independent features (concepts, their pairs, structural
+    marks), so that those carry weight of their own and transfer to languages and phrasings
+    the word features never saw. Returns rows, labels and the source text of each row."""
+    out: list[set[str]] = []
+    labels: list[float] = []
+    source: list[int] = []
+    full: list[bool] = []
+    for i, text in enumerate(texts):
+        segs = segment_features(text)
+        groups = [set().union(*segs)] if y[i] == 1 else [set(f) for f in segs]
+        for feats in groups:
+            for kind, row in enumerate((feats, {f for f in feats if f[:2] in ("c:", "k:", "m:")})):
+                if row:
+                    out.append(row)
+                    labels.append(float(y[i]))
+                    source.append(i)
+                    full.append(kind == 0)
+    return out, labels, source, full
+
+
+def design(feature_rows: list[set[str]]) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     vocab: dict[str, int] = {}
     indices: list[int] = []
     indptr = [0]
-    for text in texts:
-        lc = rules._normalise(text).lc
-        for f in sorted(set(model.features(lc))):
+    for feats in feature_rows:
+        for f in sorted(feats):
             indices.append(vocab.setdefault(f, len(vocab)))
         indptr.append(len(indices))
     return vocab, np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)
@@ -204,19 +235,31 @@ def fit_categories(
 
 
 def main() -> None:
-    texts, y, cats, benign = load()
-    vocab, idx, indptr = design(texts)
-    n, d = len(texts), len(vocab)
+    texts, y_text, cats_text, benign = load()
+    feature_rows, labels, source, full_rows = rows(texts, y_text)
+    y = np.array(labels)
+    # Attacks first (the category model reads them as one block).
+    order = sorted(range(len(y)), key=lambda i: -y[i])
+    feature_rows = [feature_rows[i] for i in order]
+    y = y[order]
+    full = np.array([full_rows[i] for i in order])
+    src = [source[i] for i in order]
+    cats = [cats_text[source[i]] for i in order if y_text[source[i]] == 1]
+    vocab, idx, indptr = design(feature_rows)
+    n, d = len(feature_rows), len(vocab)
     row = rows_of(indptr)
     w = fit_binary(idx, row, n, d, y)
     z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
-    neg = np.sort(z[y == 0])
+    # Only full rows are what the scanner scores at run time.
+    neg = np.sort(z[(y == 0) & full])
+    for i in np.argsort(-np.where((y == 0) & full, z, -1e9))[:TOP_NEGATIVES]:
+        print(f"  negative {z[i]:6.2f} {texts[src[i]][:100]!r}")
     # Above every training negative (FP_BUDGET of them excepted), with a margin, and above the
     # bias so that text with no known feature (another language, a list of names) is benign.
     worst = neg[min(len(neg) - 1, int(len(neg) * (1 - FP_BUDGET)))]
     threshold = float(max(worst + MARGIN, w[-1] + MARGIN))
-    recall = float((z[y == 1] >= threshold).mean())
-    fp = float((z[y == 0] >= threshold).mean())
+    recall = float((z[(y == 1) & full] >= threshold).mean())
+    fp = float((z[(y == 0) & full] >= threshold).mean())
 
     n_att = int(y.sum())
     classes = list(model.CLASSES)
@@ -242,8 +285,8 @@ def main() -> None:
         "cat_weights": cat_weights,
     }
     model.WEIGHTS.write_text(json.dumps(out, sort_keys=True, separators=(",", ":")) + "\n")
-    print(f"{n} texts ({n_att} attacks, {len(benign)} benign), {d} features, "
-          f"{len(weights)} kept, {len(cat_weights)} category rows")  # fmt: skip
+    print(f"{len(texts)} texts, {n} rows ({n_att} attack rows, {len(benign)} benign texts), "
+          f"{d} features, {len(weights)} kept, {len(cat_weights)} category rows")  # fmt: skip
     print(f"train: recall {recall:.1%} at logit threshold {threshold:.2f}, FP {fp:.2%}")
     print(f"wrote {model.WEIGHTS.relative_to(ROOT)} ({model.WEIGHTS.stat().st_size:,} bytes)")
 
