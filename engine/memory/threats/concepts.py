@@ -220,26 +220,34 @@ def _tables() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], tup
 _PREFIX_LENGTHS = (12, 11, 10, 9, 8, 7, 6, 5, 4, 3)
 
 
-def concepts(tokens: list[str], text: str) -> set[str]:
-    """The concepts named in a sentence, given its word tokens and its lower-cased text."""
-    exact, prefix, substring = _tables()
-    found: set[str] = set()
-    for token in tokens:
-        hit = exact.get(token)
-        if hit is not None:
-            found |= hit
-            continue
-        n = len(token)
-        if n < 4:
-            continue
+@functools.lru_cache(maxsize=32768)
+def _of_token(token: str) -> frozenset[str]:
+    exact, prefix, _ = _tables()
+    hit = exact.get(token)
+    if hit is not None:
+        return hit
+    n = len(token)
+    if n >= 4:
         for length in _PREFIX_LENGTHS:
             if length < n:
                 hit = prefix.get(token[:length])
                 if hit is not None:
-                    found |= hit
-                    break
+                    return hit
+    return _NONE
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def concepts(tokens: list[str], text: str) -> set[str]:
+    """The concepts named in a sentence, given its word tokens and its lower-cased text."""
+    found: set[str] = set()
+    for token in tokens:
+        hit = _of_token(token)
+        if hit:
+            found |= hit
     if not text.isascii() and _UNSPACED_TEXT.search(text) is not None:
-        for concept, stems in substring:
+        for concept, stems in _tables()[2]:
             if concept not in found and any(s in text for s in stems):
                 found.add(concept)
     return found

@@ -78,11 +78,16 @@ def _unspaced_grams(lc: str) -> list[str]:
 
 def concept_features(toks: list[str], lc: str, marks: tuple[str, ...] = ()) -> list[str]:
     """Language-independent features: concepts named, every pair of them, structural marks."""
-    found = sorted(concepts.concepts(toks, lc))
-    feats = [f"c:{c}" for c in found]
-    feats.extend(f"k:{a}&{b}" for a, b in itertools.combinations(found, 2))
+    return list(_concept_names(frozenset(concepts.concepts(toks, lc)), marks))
+
+
+@functools.lru_cache(maxsize=4096)
+def _concept_names(found: frozenset[str], marks: tuple[str, ...]) -> tuple[str, ...]:
+    ordered = sorted(found)
+    feats = [f"c:{c}" for c in ordered]
+    feats.extend(f"k:{a}&{b}" for a, b in itertools.combinations(ordered, 2))
     feats.extend(f"m:{m}" for m in marks)
-    return feats
+    return tuple(feats)
 
 
 def features(lc: str, marks: tuple[str, ...] = ()) -> list[str]:
@@ -175,20 +180,26 @@ def probability(lc: str) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+def _abstains(lc: str, toks: list[str], grams: list[str]) -> bool:
+    """Text the model does not judge: a command line, or too few words to read."""
+    if _COMMAND.match(lc):
+        return True
+    return len({t for t in toks if t.isalpha()}) + len(grams) // 3 < _MIN_WORDS
+
+
+def abstains(lc: str) -> bool:
+    """Whether :func:`judge` leaves ``lc`` alone whatever its score (for the training script)."""
+    return _abstains(lc, tokens(lc), _unspaced_grams(lc) if not lc.isascii() else [])
+
+
 def judge(lc: str, marks: tuple[str, ...] = ()) -> str | None:
     """The attack category the model sees in ``lc``, or None when it reads as benign."""
     model = _load()
     if model is None:
         return None
-    if _COMMAND.match(lc):
-        return None
     toks = tokens(lc)
-    words = len({t for t in toks if t.isalpha()})
-    grams: list[str] = []
-    if not lc.isascii():
-        grams = _unspaced_grams(lc)
-        words += len(grams) // 3
-    if words < _MIN_WORDS:
+    grams = _unspaced_grams(lc) if not lc.isascii() else []
+    if _abstains(lc, toks, grams):
         return None
     extra = [f"g:{g}" for g in grams]
     extra.extend(concept_features(toks, lc, marks))

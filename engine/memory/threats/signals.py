@@ -309,10 +309,11 @@ def _image_beacon(cp: str, lc: str, emit: Emit) -> None:
             return
 
 
-# What the assistant produced, sent on to a URL: its answers are the user's data.
+# What the assistant produced, sent on to a URL: its answers are the user's data. (A CI job
+# "posting results" or "uploading" a report is ordinary, so only sending verbs count.)
 _sig(
     "exfiltration.results_to_url",
-    r"""\b(?:send|post|upload|forward|transmit|report|submit|relay|pipe)\s+(?:back\s+)?
+    r"""\b(?:send|forward|transmit|relay|leak)\s+(?:back\s+)?
     (?:(?:the|all|all\s+the|your|its|these|those|any)\s+)?(?:results?|outputs?|answers?|findings
       |responses?|replies|everything|it\s+all|the\s+lot)\s+(?:back\s+)?(?:to|at)\s+
     (?:https?://|www\.)""",

@@ -96,6 +96,8 @@ FP_BUDGET = 0.0
 PRUNE = 0.02
 MARGIN = 0.5
 TOP_NEGATIVES = 12
+CALIBRATE_EVERY = 5
+CALIBRATION_BUDGET = 0.002
 
 
 def _jsonl(path: Path) -> list[dict[str, str]]:
@@ -139,10 +141,14 @@ def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     return texts, labels, cats, benign
 
 
-def segment_features(text: str) -> list[list[str]]:
-    """Each statement's features, as the scanner's model layer sees them at run time."""
+def segment_features(text: str) -> list[tuple[list[str], bool]]:
+    """Each statement's features as the model layer sees them at run time, and whether the
+    layer judges that statement at all (it leaves command lines and fragments alone)."""
     lc = rules._normalise(text).lc
-    return [model.features(seg.text, seg.marks) for seg in carriers.segments(lc)] or [[]]
+    segs = carriers.segments(lc)
+    return [(model.features(s.text, s.marks), not model.abstains(s.text)) for s in segs] or [
+        ([], False)
+    ]
 
 
 def rows(
@@ -159,14 +165,18 @@ def rows(
     full: list[bool] = []
     for i, text in enumerate(texts):
         segs = segment_features(text)
-        groups = [set().union(*segs)] if y[i] == 1 else [set(f) for f in segs]
-        for feats in groups:
+        if y[i] == 1:
+            groups = [(set().union(*(f for f, _ in segs)), True)]
+        else:
+            groups = [(set(f), judged) for f, judged in segs]
+        for feats, judged in groups:
             for kind, row in enumerate((feats, {f for f in feats if f[:2] in ("c:", "k:", "m:")})):
                 if row:
                     out.append(row)
                     labels.append(float(y[i]))
                     source.append(i)
-                    full.append(kind == 0)
+                    # Statements the model never judges do not bound its threshold.
+                    full.append(kind == 0 and judged)
     return out, labels, source, full
 
 
@@ -196,10 +206,13 @@ def _adam(grad_fn, w: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     return w
 
 
-def fit_binary(idx: np.ndarray, row: np.ndarray, n: int, d: int, y: np.ndarray) -> np.ndarray:
-    """Class-balanced logistic regression with L2; the last weight is the bias."""
-    pos = y.sum()
-    weight = np.where(y == 1, 0.5 / pos, 0.5 / (len(y) - pos))
+def fit_binary(
+    idx: np.ndarray, row: np.ndarray, n: int, d: int, y: np.ndarray, use: np.ndarray
+) -> np.ndarray:
+    """Class-balanced logistic regression with L2 over the rows in ``use``; the last weight is
+    the bias."""
+    pos = y[use].sum()
+    weight = np.where(use, np.where(y == 1, 0.5 / pos, 0.5 / (use.sum() - pos)), 0.0)
 
     def grad(w: np.ndarray) -> np.ndarray:
         z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
@@ -248,15 +261,26 @@ def main() -> None:
     vocab, idx, indptr = design(feature_rows)
     n, d = len(feature_rows), len(vocab)
     row = rows_of(indptr)
-    w = fit_binary(idx, row, n, d, y)
+    # Every CALIBRATE_EVERY-th benign text is kept out of the fit: the threshold must clear
+    # benign statements the weights have not seen, or it only measures how well they were fitted.
+    calib = np.array([y[i] == 0 and src[i] % CALIBRATE_EVERY == 0 for i in range(len(y))])
+    w = fit_binary(idx, row, n, d, y, ~calib)
     z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
     # Only full rows are what the scanner scores at run time.
-    neg = np.sort(z[(y == 0) & full])
+
     for i in np.argsort(-np.where((y == 0) & full, z, -1e9))[:TOP_NEGATIVES]:
-        print(f"  negative {z[i]:6.2f} {texts[src[i]][:100]!r}")
-    # Above every training negative (FP_BUDGET of them excepted), with a margin, and above the
+        held = "(calibration) " if calib[i] else ""
+        print(f"  negative {z[i]:6.2f} {held}{texts[src[i]][:90]!r}")
+    # Above every benign statement (FP_BUDGET of them excepted), with a margin, and above the
     # bias so that text with no known feature (another language, a list of names) is benign.
-    worst = neg[min(len(neg) - 1, int(len(neg) * (1 - FP_BUDGET)))]
+    # Fitted statements must all clear it; of the unseen calibration statements a small share
+    # (CALIBRATION_BUDGET, well inside the goal of <= 0.1 % ordinary and <= 1 % traps) may not.
+    fitted = np.sort(z[(y == 0) & full & ~calib])
+    held = np.sort(z[(y == 0) & full & calib])
+    worst = max(
+        fitted[min(len(fitted) - 1, int(len(fitted) * (1 - FP_BUDGET)))],
+        held[min(len(held) - 1, int(len(held) * (1 - CALIBRATION_BUDGET)))],
+    )
     threshold = float(max(worst + MARGIN, w[-1] + MARGIN))
     recall = float((z[(y == 1) & full] >= threshold).mean())
     fp = float((z[(y == 0) & full] >= threshold).mean())
