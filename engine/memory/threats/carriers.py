@@ -59,6 +59,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 _TEMPLATE_END = re.compile(r"<\|\s{0,2}im_end\s{0,2}\|>|<\|\s{0,2}end\s{0,2}\|>")
 # Only lines that start with one of these, or hold a key-value mark, need unwrapping.
 _NEEDS_UNWRAP = re.compile(r"""^\s{0,8}[^\w\s]|^[\w .@/-]{1,40}\s{0,2}[:=]""")
+# A long entry is judged on its first statements only: the other layers read all of it, and a
+# 250 KB blob must not cost thousands of model calls.
 _MAX_SEGMENTS = 64
 
 
@@ -69,6 +71,8 @@ def _split_sentences(text: str, start: int, marks: tuple[str, ...], out: list[Se
         return
     pos = 0
     for m in [*_SENTENCE_END.finditer(text), None]:
+        if len(out) >= _MAX_SEGMENTS:
+            return
         end = m.start() if m is not None else len(text)
         piece = text[pos:end]
         if piece.strip():

@@ -94,10 +94,11 @@ STEPS = 300
 RATE = 0.05
 FP_BUDGET = 0.0
 PRUNE = 0.02
-MARGIN = 0.5
+MARGIN = 0.3
 TOP_NEGATIVES = 12
 CALIBRATE_EVERY = 5
-CALIBRATION_BUDGET = 0.002
+CALIBRATION_BUDGET = 0.0
+THRESHOLD_FLOOR = 2.0
 
 
 def _jsonl(path: Path) -> list[dict[str, str]]:
@@ -121,6 +122,10 @@ def stdlib_sentences(limit: int = 4000) -> list[str]:
                     seen.add(sentence)
                     out.append(sentence)
     return out[:limit]
+
+
+def hand_written_benign() -> int:
+    return len([x for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines() if x])
 
 
 def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
@@ -263,7 +268,13 @@ def main() -> None:
     row = rows_of(indptr)
     # Every CALIBRATE_EVERY-th benign text is kept out of the fit: the threshold must clear
     # benign statements the weights have not seen, or it only measures how well they were fitted.
-    calib = np.array([y[i] == 0 and src[i] % CALIBRATE_EVERY == 0 for i in range(len(y))])
+    # The hand-written benign corpus is never held back: every one of its entries is a test
+    # that must pass, so the weights must see them all.
+    first_generated = int(y_text.sum()) + hand_written_benign()
+    calib = np.array(
+        [y[i] == 0 and src[i] >= first_generated and src[i] % CALIBRATE_EVERY == 0
+         for i in range(len(y))]
+    )  # fmt: skip
     w = fit_binary(idx, row, n, d, y, ~calib)
     z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
     # Only full rows are what the scanner scores at run time.
@@ -281,7 +292,10 @@ def main() -> None:
         fitted[min(len(fitted) - 1, int(len(fitted) * (1 - FP_BUDGET)))],
         held[min(len(held) - 1, int(len(held) * (1 - CALIBRATION_BUDGET)))],
     )
-    threshold = float(max(worst + MARGIN, w[-1] + MARGIN))
+    # The fitted statements' maximum says how well they were fitted, and the calibration
+    # statements are few and easy; a floor keeps the layer a last line, not the main one (set
+    # by hand: it is the threshold the earlier model settled at).
+    threshold = float(max(worst + MARGIN, w[-1] + MARGIN, THRESHOLD_FLOOR))
     recall = float((z[(y == 1) & full] >= threshold).mean())
     fp = float((z[(y == 0) & full] >= threshold).mean())
 
