@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 import re
 
+from engine.memory.threats.rules import _CONFUSABLES
+
 # concept -> stems (lower case). Whole-word stems shorter than four characters are exact.
 # Stems are listed space-separated, one string per concept.
 _LEXICON: dict[str, tuple[str, ...]] = {
@@ -203,7 +205,10 @@ def _tables() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], tup
     prefix: dict[str, set[str]] = {}
     substring: dict[str, set[str]] = {c: set(v) for c, v in _UNSPACED.items()}
     for concept, stems in _LEXICON.items():
-        for stem in stems:
+        for raw in stems:
+            # The scanner reads a normalised copy of the text in which Cyrillic and Greek
+            # look-alikes are folded to Latin ("отправь" -> "oтпpaвь"): stems must be too.
+            stem = "".join(_CONFUSABLES.get(c, c) for c in raw).casefold()
             if _SUBSTRING_SCRIPT.search(stem):
                 substring.setdefault(concept, set()).add(stem)
                 continue
