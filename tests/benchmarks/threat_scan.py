@@ -69,6 +69,10 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
             _jsonl(DATA / "dev2" / "attacks.jsonl"),
             _jsonl(DATA / "dev2" / "benign.jsonl"),
         ),
+        "post": (
+            _jsonl(DATA / "post" / "attacks.jsonl"),
+            _jsonl(DATA / "post" / "benign.jsonl"),
+        ),
     }
     return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
 
