@@ -18,6 +18,8 @@ import math
 import re
 from pathlib import Path
 
+from engine.memory.threats import concepts
+
 WEIGHTS = Path(__file__).with_name("model.json")
 CLASSES = ("injection", "exfiltration", "persistence", "obfuscation")
 # The model abstains on text it knows too little about (another language, a list of names).
@@ -62,11 +64,40 @@ def tokens(lc: str) -> list[str]:
     return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or t in _KEPT_MARKS]
 
 
-def features(lc: str) -> list[str]:
+# Scripts written without spaces: one "word" token is a whole clause, so character pairs are
+# what the model reads there.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u0e00-\u0e7f]+")
+
+
+def _unspaced_grams(lc: str) -> list[str]:
+    grams: list[str] = []
+    for run in _UNSPACED.findall(lc):
+        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return grams[:_MAX_TOKENS]
+
+
+def concept_features(toks: list[str], lc: str, marks: tuple[str, ...] = ()) -> list[str]:
+    """Language-independent features: concepts named, every pair of them, structural marks."""
+    return list(_concept_names(frozenset(concepts.concepts(toks, lc)), marks))
+
+
+@functools.lru_cache(maxsize=4096)
+def _concept_names(found: frozenset[str], marks: tuple[str, ...]) -> tuple[str, ...]:
+    ordered = sorted(found)
+    feats = [f"c:{c}" for c in ordered]
+    feats.extend(f"k:{a}&{b}" for a, b in itertools.combinations(ordered, 2))
+    feats.extend(f"m:{m}" for m in marks)
+    return tuple(feats)
+
+
+def features(lc: str, marks: tuple[str, ...] = ()) -> list[str]:
     """Feature names of a text (the training script's view of what :func:`judge` scores)."""
     toks = tokens(lc)
     feats = [f"w:{t}" for t in toks]
     feats.extend(f"b:{a} {b}" for a, b in itertools.pairwise(toks))
+    if not lc.isascii():
+        feats.extend(f"g:{g}" for g in _unspaced_grams(lc))
+    feats.extend(concept_features(toks, lc, marks))
     return feats
 
 
@@ -82,18 +113,27 @@ class _Model:
         # by token, bigram weights by first token, then second.
         self.uni: dict[str, float] = {}
         self.bi: dict[str, dict[str, float]] = {}
+        self.other: dict[str, float] = {}
         for name, weight in self.weights.items():
             kind, _, rest = name.partition(":")
             if kind == "w":
                 self.uni[rest] = weight
-            else:
+            elif kind == "b":
                 first, _, second = rest.partition(" ")
                 self.bi.setdefault(first, {})[second] = weight
+            else:
+                self.other[name] = weight
 
-    def score(self, toks: list[str]) -> tuple[float, int]:
-        """The logit, and how many word features with a positive weight took part."""
+    def score(self, toks: list[str], extra: list[str]) -> tuple[float, int]:
+        """The logit, and how many features with a positive weight took part."""
         z = self.bias
         evidence = 0
+        other = self.other.get
+        for f in set(extra):
+            w = other(f)
+            if w is not None:
+                z += w
+                evidence += w > 0
         uni = self.uni.get
         for t in set(toks):
             w = uni(t)
@@ -140,17 +180,30 @@ def probability(lc: str) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-def judge(lc: str) -> str | None:
+def _abstains(lc: str, toks: list[str], grams: list[str]) -> bool:
+    """Text the model does not judge: a command line, or too few words to read."""
+    if _COMMAND.match(lc):
+        return True
+    return len({t for t in toks if t.isalpha()}) + len(grams) // 3 < _MIN_WORDS
+
+
+def abstains(lc: str) -> bool:
+    """Whether :func:`judge` leaves ``lc`` alone whatever its score (for the training script)."""
+    return _abstains(lc, tokens(lc), _unspaced_grams(lc) if not lc.isascii() else [])
+
+
+def judge(lc: str, marks: tuple[str, ...] = ()) -> str | None:
     """The attack category the model sees in ``lc``, or None when it reads as benign."""
     model = _load()
     if model is None:
         return None
-    if _COMMAND.match(lc):
-        return None
     toks = tokens(lc)
-    if len({t for t in toks if t.isalpha()}) < _MIN_WORDS:
+    grams = _unspaced_grams(lc) if not lc.isascii() else []
+    if _abstains(lc, toks, grams):
         return None
-    z, evidence = model.score(toks)
+    extra = [f"g:{g}" for g in grams]
+    extra.extend(concept_features(toks, lc, marks))
+    z, evidence = model.score(toks, extra)
     if z < model.threshold or evidence < _MIN_EVIDENCE:
         return None
-    return model.category(features(lc))
+    return model.category(features(lc, marks))

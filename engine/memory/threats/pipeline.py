@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.memory.threats import model, rules, signals, unfold
+from engine.memory.threats import carriers, model, rules, signals, unfold
 from engine.memory.threats.verdict import Finding
 
 
@@ -52,29 +52,19 @@ def _views_into(text: str, budget: rules._Budget, collector: rules._Collector) -
             collector.add(f.id, f.category, view.start, view.end, layer="normalise")
 
 
-# Sentence ends and line breaks: the model judges one statement at a time, so that a long
-# persona paragraph full of "you" and "the user" is not mistaken for an instruction, a heading is
-# not read together with the command under it, and a finding points at what earned it.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # the normalised text keeps one "\n" per break
-
-
+# The model judges one statement at a time (a line, then a sentence), with the carrier it was
+# written in stripped (:mod:`.carriers`): a long persona paragraph full of "you" and "the user"
+# is not mistaken for an instruction, a heading is not read together with the command under it,
+# an instruction inside a config value or a transcript turn is read as what it says, and a
+# finding points at what earned it.
 def _model_into(text: str, norm: rules._Norm, collector: rules._Collector) -> None:
-    lc = norm.lc
-    if _SENTENCE_END.search(lc.rstrip()) is None:
-        hit = model.judge(lc)
+    segments = carriers.segments(norm.lc)
+    whole = len(segments) == 1 and segments[0].start == 0 and segments[0].end >= len(norm.lc)
+    for seg in segments:
+        hit = model.judge(seg.text, seg.marks)
         if hit is not None:
-            collector.add(f"{hit}.model", hit, 0, len(text), layer="model")
-        return
-    start = 0
-    for m in [*_SENTENCE_END.finditer(lc), None]:
-        end = m.start() if m is not None else len(lc)
-        if lc[start:end].strip():
-            hit = model.judge(lc[start:end])
-            if hit is not None:
-                s, e = rules._span(norm.lc_map, start, end)
-                collector.add(f"{hit}.model", hit, s, e, layer="model")
-        if m is not None:
-            start = m.end()
+            s, e = (0, len(text)) if whole else rules._span(norm.lc_map, seg.start, seg.end)
+            collector.add(f"{hit}.model", hit, s, e, layer="model")
 
 
 _RESPELLED = frozenset({"padding", "leetspeak", "separators", "concatenation"})
@@ -135,9 +125,23 @@ def _drop_quoted_mentions(text: str, found: list[Finding]) -> list[Finding]:
     if not all(quoted(f) for f in found):
         return found
     outside = _QUOTED.sub(" \u2026 ", text)
-    if not _MENTION.search(outside) or _findings(outside, rules._Budget(depth=1)):
-        return found
-    return []
+    if _MENTION.search(outside) and not _findings(outside, rules._Budget(depth=1)):
+        return []
+    # A config value or a CSV cell is itself in quotes ('note: "the corpus contains 'ignore
+    # previous instructions'"'): judge what the outer quotes hold, if the carrier is clean.
+    for s, e in quotes:
+        if e - s > 2 and all(s <= f.start and f.end <= e for f in found):
+            inner = text[s + 1 : e - 1]
+            if not any(q in inner for q in "'\"“‘`"):
+                continue
+            rest = text[:s] + " \u2026 " + text[e:]
+            shifted = [f.model_copy(update={"start": f.start - s - 1, "end": f.end - s - 1})
+                       for f in found]  # fmt: skip
+            if not _drop_quoted_mentions(inner, shifted) and not _findings(
+                rest, rules._Budget(depth=1)
+            ):
+                return []
+    return found
 
 
 def rule_ids() -> Iterator[str]:

@@ -1060,11 +1060,14 @@ _rule(
 )
 _rule(
     "persistence.disable_guard",
-    r"""\b(?:auto_?approve(?:_writes)?|require_?approval|approval_required|approve_?writes
-      |approval_mode|scan_?memory|threat_?scan(?:ner|ning)?|scanner_?enabled|memory_?scan(?:ner)?
-      |yolo(?:_mode)?|skip_?permissions|dangerously[_-]skip[_-]permissions
-      |write_?approval|confirm_?writes)\s{0,3}[:=]\s{0,3}["']?(?:true|false|yes|no|on|off|0|1
-      |none|never|always|disabled?|enabled?|auto)\b
+    # A guard switched off, or an auto-approval switched on; the safe settings pass.
+    r"""\b(?:auto_?approve(?:_writes)?|approve_?writes|yolo(?:_mode)?|skip_?permissions
+      |dangerously[_-]skip[_-]permissions)\s{0,3}[:=]\s{0,3}["']?(?:true|yes|on|1|always
+      |enabled?|auto)\b
+    |\b(?:require_?approval|approval_required|scan_?memory|threat_?scan(?:ner|ning)?
+      |scanner_?enabled|memory_?scan(?:ner)?|write_?approval|confirm_?writes)\s{0,3}[:=]\s{0,3}
+      ["']?(?:false|no|off|0|none|never|disabled?)\b
+    |\bapproval_mode\s{0,3}[:=]\s{0,3}["']?(?:none|never|off|auto|disabled?|false|no)\b
     |--dangerously-skip-permissions\b|--no-(?:scan|approval|confirm)\b
     |\b(?:memory\s+(?:writes|changes|edits|updates)|writes\s+to\s+memory|(?:writing|saving)\s+to
       \s+memory)\s+(?:should\s+|will\s+|can\s+|must\s+)?(?:never|not|no\s+longer|don't|do\s+not)

@@ -251,6 +251,7 @@ _DATA = re.compile(
       |tokens|credentials?|passwords?|secrets|environment(?:\s+variables)?|env\s+vars?
       |system\s+prompt|clipboard|keystrokes|personal\s+(?:data|info\w*)|address\s+book|contacts
       |what\s+the\s+user\s+(?:typed|said|wrote|asked)|session\s+tokens?)\b
+      (?!\s{0,2}[:=][^/])  # a key named "message" or "tokens" is a field, not data being moved
     |\$\(\s{0,2}(?:env|printenv)\s{0,2}\)|\bos\.environ\b|\bprocess\.env\b""",
     re.VERBOSE,
 )
@@ -306,6 +307,17 @@ def _image_beacon(cp: str, lc: str, emit: Emit) -> None:
         if _IMAGE_HINT.search(cp) or _DATA.search(lc):
             emit("exfiltration.image_beacon", "exfiltration", m.start(), m.end(), True)
             return
+
+
+# What the assistant produced, sent on to a URL: its answers are the user's data. (A CI job
+# "posting results" or "uploading" a report is ordinary, so only sending verbs count.)
+_sig(
+    "exfiltration.results_to_url",
+    r"""\b(?:send|forward|transmit|relay|leak)\s+(?:back\s+)?
+    (?:(?:the|all|all\s+the|your|its|these|those|any)\s+)?(?:results?|outputs?|answers?|findings
+      |responses?|replies|everything|it\s+all|the\s+lot)\s+(?:back\s+)?(?:to|at)\s+
+    (?:https?://|www\.)""",
+)
 
 
 _sig(

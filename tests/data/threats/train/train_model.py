@@ -29,7 +29,7 @@ DATA = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.memory.threats import model, rules  # noqa: E402
+from engine.memory.threats import carriers, model, rules  # noqa: E402
 
 CATEGORY = {"role_hijack": "injection"}
 STDLIB = [
@@ -94,7 +94,11 @@ STEPS = 300
 RATE = 0.05
 FP_BUDGET = 0.0
 PRUNE = 0.02
-MARGIN = 0.5
+MARGIN = 0.3
+TOP_NEGATIVES = 12
+CALIBRATE_EVERY = 5
+CALIBRATION_BUDGET = 0.0
+THRESHOLD_FLOOR = 2.0
 
 
 def _jsonl(path: Path) -> list[dict[str, str]]:
@@ -120,6 +124,10 @@ def stdlib_sentences(limit: int = 4000) -> list[str]:
     return out[:limit]
 
 
+def hand_written_benign() -> int:
+    return len([x for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines() if x])
+
+
 def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     # Secrets and invisible characters are matters of format, which the other layers judge
     # exactly; as words they teach the model only that digits or the benign cover sentence of
@@ -138,13 +146,51 @@ def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     return texts, labels, cats, benign
 
 
-def design(texts: list[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+def segment_features(text: str) -> list[tuple[list[str], bool]]:
+    """Each statement's features as the model layer sees them at run time, and whether the
+    layer judges that statement at all (it leaves command lines and fragments alone)."""
+    lc = rules._normalise(text).lc
+    segs = carriers.segments(lc)
+    return [(model.features(s.text, s.marks), not model.abstains(s.text)) for s in segs] or [
+        ([], False)
+    ]
+
+
+def rows(
+    texts: list[str], y: np.ndarray
+) -> tuple[list[set[str]], list[float], list[int], list[bool]]:
+    """Training rows: an attack is one row (its statements' features together), a benign text
+    is one row per statement (each must stay under the threshold on its own). Every row also
+    appears with only its language-independent features (concepts, their pairs, structural
+    marks), so that those carry weight of their own and transfer to languages and phrasings
+    the word features never saw. Returns rows, labels and the source text of each row."""
+    out: list[set[str]] = []
+    labels: list[float] = []
+    source: list[int] = []
+    full: list[bool] = []
+    for i, text in enumerate(texts):
+        segs = segment_features(text)
+        if y[i] == 1:
+            groups = [(set().union(*(f for f, _ in segs)), True)]
+        else:
+            groups = [(set(f), judged) for f, judged in segs]
+        for feats, judged in groups:
+            for kind, row in enumerate((feats, {f for f in feats if f[:2] in ("c:", "k:", "m:")})):
+                if row:
+                    out.append(row)
+                    labels.append(float(y[i]))
+                    source.append(i)
+                    # Statements the model never judges do not bound its threshold.
+                    full.append(kind == 0 and judged)
+    return out, labels, source, full
+
+
+def design(feature_rows: list[set[str]]) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     vocab: dict[str, int] = {}
     indices: list[int] = []
     indptr = [0]
-    for text in texts:
-        lc = rules._normalise(text).lc
-        for f in sorted(set(model.features(lc))):
+    for feats in feature_rows:
+        for f in sorted(feats):
             indices.append(vocab.setdefault(f, len(vocab)))
         indptr.append(len(indices))
     return vocab, np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)
@@ -165,10 +211,13 @@ def _adam(grad_fn, w: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     return w
 
 
-def fit_binary(idx: np.ndarray, row: np.ndarray, n: int, d: int, y: np.ndarray) -> np.ndarray:
-    """Class-balanced logistic regression with L2; the last weight is the bias."""
-    pos = y.sum()
-    weight = np.where(y == 1, 0.5 / pos, 0.5 / (len(y) - pos))
+def fit_binary(
+    idx: np.ndarray, row: np.ndarray, n: int, d: int, y: np.ndarray, use: np.ndarray
+) -> np.ndarray:
+    """Class-balanced logistic regression with L2 over the rows in ``use``; the last weight is
+    the bias."""
+    pos = y[use].sum()
+    weight = np.where(use, np.where(y == 1, 0.5 / pos, 0.5 / (use.sum() - pos)), 0.0)
 
     def grad(w: np.ndarray) -> np.ndarray:
         z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
@@ -204,19 +253,51 @@ def fit_categories(
 
 
 def main() -> None:
-    texts, y, cats, benign = load()
-    vocab, idx, indptr = design(texts)
-    n, d = len(texts), len(vocab)
+    texts, y_text, cats_text, benign = load()
+    feature_rows, labels, source, full_rows = rows(texts, y_text)
+    y = np.array(labels)
+    # Attacks first (the category model reads them as one block).
+    order = sorted(range(len(y)), key=lambda i: -y[i])
+    feature_rows = [feature_rows[i] for i in order]
+    y = y[order]
+    full = np.array([full_rows[i] for i in order])
+    src = [source[i] for i in order]
+    cats = [cats_text[source[i]] for i in order if y_text[source[i]] == 1]
+    vocab, idx, indptr = design(feature_rows)
+    n, d = len(feature_rows), len(vocab)
     row = rows_of(indptr)
-    w = fit_binary(idx, row, n, d, y)
+    # Every CALIBRATE_EVERY-th benign text is kept out of the fit: the threshold must clear
+    # benign statements the weights have not seen, or it only measures how well they were fitted.
+    # The hand-written benign corpus is never held back: every one of its entries is a test
+    # that must pass, so the weights must see them all.
+    first_generated = int(y_text.sum()) + hand_written_benign()
+    calib = np.array(
+        [y[i] == 0 and src[i] >= first_generated and src[i] % CALIBRATE_EVERY == 0
+         for i in range(len(y))]
+    )  # fmt: skip
+    w = fit_binary(idx, row, n, d, y, ~calib)
     z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
-    neg = np.sort(z[y == 0])
-    # Above every training negative (FP_BUDGET of them excepted), with a margin, and above the
+    # Only full rows are what the scanner scores at run time.
+
+    for i in np.argsort(-np.where((y == 0) & full, z, -1e9))[:TOP_NEGATIVES]:
+        held = "(calibration) " if calib[i] else ""
+        print(f"  negative {z[i]:6.2f} {held}{texts[src[i]][:90]!r}")
+    # Above every benign statement (FP_BUDGET of them excepted), with a margin, and above the
     # bias so that text with no known feature (another language, a list of names) is benign.
-    worst = neg[min(len(neg) - 1, int(len(neg) * (1 - FP_BUDGET)))]
-    threshold = float(max(worst + MARGIN, w[-1] + MARGIN))
-    recall = float((z[y == 1] >= threshold).mean())
-    fp = float((z[y == 0] >= threshold).mean())
+    # Fitted statements must all clear it; of the unseen calibration statements a small share
+    # (CALIBRATION_BUDGET, well inside the goal of <= 0.1 % ordinary and <= 1 % traps) may not.
+    fitted = np.sort(z[(y == 0) & full & ~calib])
+    held = np.sort(z[(y == 0) & full & calib])
+    worst = max(
+        fitted[min(len(fitted) - 1, int(len(fitted) * (1 - FP_BUDGET)))],
+        held[min(len(held) - 1, int(len(held) * (1 - CALIBRATION_BUDGET)))],
+    )
+    # The fitted statements' maximum says how well they were fitted, and the calibration
+    # statements are few and easy; a floor keeps the layer a last line, not the main one (set
+    # by hand: it is the threshold the earlier model settled at).
+    threshold = float(max(worst + MARGIN, w[-1] + MARGIN, THRESHOLD_FLOOR))
+    recall = float((z[(y == 1) & full] >= threshold).mean())
+    fp = float((z[(y == 0) & full] >= threshold).mean())
 
     n_att = int(y.sum())
     classes = list(model.CLASSES)
@@ -242,8 +323,8 @@ def main() -> None:
         "cat_weights": cat_weights,
     }
     model.WEIGHTS.write_text(json.dumps(out, sort_keys=True, separators=(",", ":")) + "\n")
-    print(f"{n} texts ({n_att} attacks, {len(benign)} benign), {d} features, "
-          f"{len(weights)} kept, {len(cat_weights)} category rows")  # fmt: skip
+    print(f"{len(texts)} texts, {n} rows ({n_att} attack rows, {len(benign)} benign texts), "
+          f"{d} features, {len(weights)} kept, {len(cat_weights)} category rows")  # fmt: skip
     print(f"train: recall {recall:.1%} at logit threshold {threshold:.2f}, FP {fp:.2%}")
     print(f"wrote {model.WEIGHTS.relative_to(ROOT)} ({model.WEIGHTS.stat().st_size:,} bytes)")
 
