@@ -38,7 +38,8 @@ def bind_memory_panel(
     runner: OpRunner, panel: MemoryPanel, show: Callable[[ChangeSet], object] | None = None
 ) -> Refresher[ChangeSet]:
     """The panel's edits: the same lock, scanner, limits and approval gate as the model's
-    tool, recorded with origin ``foreground``; answers go back to the box that asked, in the
+    tool, recorded with origin ``foreground`` and no session (a person's edit belongs to no
+    conversation); answers go back to the box that asked, in the
     order asked."""
 
     def edit(target: str, operations: object) -> None:
@@ -46,7 +47,8 @@ def bind_memory_panel(
         from engine.memory.entries import Target
 
         runner.run(
-            lambda w: ops.memory_write(w.memory(), Target(target), operations), initiator=panel
+            lambda w: ops.memory_write(w.memory(), Target(target), operations, by_hand=True),
+            initiator=panel,
         ).success(lambda r: panel.show_edit_result(r.result)).failure(
             lambda exc: panel.show_edit_result(error_result(exc))
         )

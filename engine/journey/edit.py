@@ -98,7 +98,10 @@ def _mutate(
         # skips it; an approval later applies the operation by the entry's exact text.)
         _check(parse_node_id(found.node_id), entries)
 
-    result = service.write(ref.target, [operation], origin="foreground", precondition=still_there)
+    # A person's edit: it belongs to no conversation (not the chat that happens to be open).
+    result = service.write(
+        ref.target, [operation], origin="foreground", session_id=None, precondition=still_there
+    )
     result["id"] = found.node_id
     if result.get("status") == "applied" and operation["action"] == "replace":
         result["new_id"] = node_id(ref.target, ref.index, operation["content"].strip())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from engine.changes import Changes, events
@@ -68,6 +69,17 @@ def usage_of(target: Target, entries: list[str], limit: int) -> dict[str, Any]:
         "percent": percent(chars, limit),
         "entries": len(entries),
     }
+
+
+class _This(Enum):
+    SESSION = "the service's session"
+
+
+# ``write(session_id=THIS_SESSION)``, the default: the write belongs to the session this
+# service serves (the model's tool, the background review). A person's edit in the window or
+# the journey passes ``session_id=None``: it belongs to no conversation, and the journey must
+# not attribute the chunk to whichever chat happened to be open.
+THIS_SESSION = _This.SESSION
 
 
 class MemoryService:
@@ -179,7 +191,7 @@ class MemoryService:
         operations: Any,
         *,
         origin: Origin = "foreground",
-        session_id: str | None = None,
+        session_id: str | _This | None = THIS_SESSION,
         precondition: Callable[[list[str]], None] | None = None,
     ) -> dict[str, Any]:
         """Apply (or, with approval on, stage) ``operations`` on ``target``.
@@ -190,11 +202,11 @@ class MemoryService:
         approval later applies the operations by the entries' exact text.
         """
         ops = parse_operations(operations)
-        session_id = session_id or self.session_id
+        session = self.session_id if session_id is THIS_SESSION else session_id
         if self.config.memory.write_approval:
-            return self._stage(target, ops, origin, session_id)
+            return self._stage(target, ops, origin, session)
         outcome = self.store.write(
-            target, ops, origin=origin, session_id=session_id, precondition=precondition
+            target, ops, origin=origin, session_id=session, precondition=precondition
         )
         self._committed(ops, outcome, origin)
         return self._result(outcome, describe(ops))

@@ -77,14 +77,21 @@ def memory_write(
     operations: object,
     *,
     origin: str = "foreground",
+    by_hand: bool = False,
     precondition: Callable[[list[str]], None] | None = None,
 ) -> OpResult:
-    """Add, replace or remove entries: lock, scanner, limits, approval gate, history."""
+    """Add, replace or remove entries: lock, scanner, limits, approval gate, history.
+
+    ``by_hand``: a person's edit (the memory panel), recorded with no session; otherwise the
+    write belongs to the session the service serves."""
+    from engine.memory.service import THIS_SESSION
+
     return collected(
         lambda: service.write(
             target,
             operations,
             origin=origin,  # type: ignore[arg-type]  # an Origin; checked by the store
+            session_id=None if by_hand else THIS_SESSION,
             precondition=precondition,
         )
     )
