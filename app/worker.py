@@ -149,12 +149,21 @@ class EngineWorker(QObject):
         (``result``: reply, cancelled, error, error_kind).
         """
         from engine.changes import PENDING_SUBSYSTEMS, Changes
-        from engine.commands import as_message, is_command, run_command
+        from engine.commands import RETRY, as_message, is_command, run_command
         from engine.ops import OpResult, collected
 
         agent = self.need_agent()
         line = text.strip()
-        if is_command(line):
+        message = as_message(text)
+        if line == RETRY:  # ask the last message again (the chat dropped the reply's rows)
+            again = agent.take_back_last_turn()
+            if again is None:
+                return OpResult(
+                    status="command",
+                    result={"ok": False, "text": "nothing to ask again yet", "data": {}},
+                )
+            message = again
+        elif is_command(line):
             outcome = run_command(agent, line)
             # A command may do anything (/new, /memory approval, /model): every view rereads.
             return OpResult(
@@ -168,7 +177,7 @@ class EngineWorker(QObject):
                 },
             )
         self._turn_tools = set()
-        turn = collected(lambda: self._send(agent, as_message(text)))
+        turn = collected(lambda: self._send(agent, message))
         changes = turn.changes | Changes(sessions=True)
         if self._turn_tools - _PUBLISHING_TOOLS:
             changes = changes | Changes(

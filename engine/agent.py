@@ -26,6 +26,7 @@ from engine.compression import (
     CompressionAborted,
     Compressor,
     estimate_tokens,
+    is_summary_message,
     message_tokens,
     needs_compression,
 )
@@ -678,6 +679,26 @@ class Agent:
         self.prompt = self._build_prompt()
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
+
+    def take_back_last_turn(self) -> str | None:
+        """Take the last user message and everything after it (the reply, its tool rounds)
+        out of the conversation the model is sent, to ask again (regenerate, /retry); returns
+        that message, or None when there is none or a reply is in progress.
+
+        The store keeps all of it (nothing stored is lost, and a search still finds the
+        first answer); the next :meth:`send` of the text records it again with the new reply.
+        """
+        if not self._busy.acquire(blocking=False):
+            return None
+        try:
+            for index in range(len(self.messages) - 1, -1, -1):
+                message = self.messages[index]
+                if message.get("role") == "user" and not is_summary_message(message):
+                    self.messages = self.messages[:index]
+                    return str(message.get("content") or "")
+            return None
+        finally:
+            self._busy.release()
 
     def continue_session(self, session_id: str) -> None:
         """Go on with a stored conversation: end this session and start a child of

@@ -275,9 +275,15 @@ def _continue(agent: Agent, given: str) -> None:
 
 
 def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals: _Signals) -> int:
-    from engine.commands import as_message, is_command, run_command
+    from engine.commands import RETRY, as_message, is_command, run_command
+    from engine.errors import CairnError
 
-    if is_command(text):
+    message = None
+    if text.strip() == RETRY:  # with --continue: ask that conversation's last message again
+        message = agent.take_back_last_turn()
+        if message is None:
+            raise CairnError("nothing_to_retry", "nothing to ask again: no message sent yet")
+    elif is_command(text):
         outcome = run_command(agent, text)
         if as_json:
             print(
@@ -290,7 +296,7 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals
         else:
             print(outcome.text)
         return 0 if outcome.ok else 1
-    result = _send(agent, as_message(text), signals)
+    result = _send(agent, message if message is not None else as_message(text), signals)
     signals.disarm()
     with contextlib.suppress(OSError):
         printer.end_reply()
@@ -315,7 +321,7 @@ def _one_shot(agent: Agent, text: str, as_json: bool, printer: _Printer, signals
 
 
 def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
-    from engine.commands import as_message, is_command, run_command
+    from engine.commands import RETRY, as_message, is_command, run_command
 
     with contextlib.suppress(ImportError):  # ↑ recalls earlier prompts where available
         import readline  # noqa: F401
@@ -330,10 +336,19 @@ def _repl(agent: Agent, printer: _Printer, signals: _Signals) -> int:
         printer.flush_held()
         if not line.strip():
             continue
-        if is_command(line.strip()):
+        if line.strip() == RETRY:
+            # A streamed turn, which a slash command (text in, text out) cannot run.
+            again = agent.take_back_last_turn()
+            if again is None:
+                print("  nothing to ask again yet")
+                continue
+            text = again  # as it was sent the first time
+        elif is_command(line.strip()):
             print(run_command(agent, line.strip()).text)
             continue
-        result = _send(agent, as_message(line), signals)
+        else:
+            text = as_message(line)
+        result = _send(agent, text, signals)
         if signals.received is not None:
             signals.disarm()
             with contextlib.suppress(OSError):

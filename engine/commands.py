@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 HELP = """\
 /new                      end this session and start a fresh one
+/retry                    ask the last message again (the first answer stays in the history)
 /compress [focus]         summarise the middle of this session now (optionally about a topic)
 /memory                   memory usage; /memory pending lists writes waiting for approval
 /memory approve ID|all    apply staged writes      /memory reject ID|all  drop them
@@ -29,6 +30,11 @@ HELP = """\
 /sessions [query]         recent sessions, or search earlier sessions
 /sessions import-hermes   copy the sessions of a Hermes Agent state.db in this home
 /help                     this list"""
+
+
+# Not in the command table: asking again is a streamed turn, which the chat loops run
+# (``Agent.take_back_last_turn`` then ``send``), not text in and text out.
+RETRY = "/retry"
 
 
 @dataclass

@@ -254,3 +254,33 @@ def test_sigterm_closes_the_app_and_keeps_the_partial_reply(
     assert [m.role for m in messages] == ["user", "assistant"], err
     assert messages[1].content.startswith("w0") and "w399" not in messages[1].content
     assert session.ended_at is not None
+
+
+def test_regenerate_asks_again_without_the_first_answer(
+    qtbot: QtBot, model_home: Home, scripted: ScriptedServer
+) -> None:
+    """Regenerate sent the question again beside the first answer. Now the first answer
+    leaves the transcript and the model's context; the store keeps both answers."""
+    scripted.add(reply("Paris, I think."), reply("The capital is Canberra."))
+    window = open_window(qtbot, model_home)
+    window.chat.input.setPlainText("capital of Australia?")
+    qtbot.keyClick(window.chat.input, "\r")
+    qtbot.waitUntil(lambda: "Paris" in window.chat.transcript_text(), timeout=10_000)
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=10_000)
+    window.chat.regenerate()
+    qtbot.waitUntil(lambda: "Canberra" in window.chat.transcript_text(), timeout=10_000)
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=10_000)
+    assert "Paris" not in window.chat.transcript_text()
+    assert window.chat.transcript_text().count("capital of Australia?") == 1
+    sent = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
+    assert sent == ["capital of Australia?"]
+    agent = window.worker.agent
+    assert agent is not None
+    stored = [m.content for m in SessionStore.open(model_home).messages(agent.session_id)]
+    assert stored == [
+        "capital of Australia?",
+        "Paris, I think.",
+        "capital of Australia?",
+        "The capital is Canberra.",
+    ]
+    window.close()

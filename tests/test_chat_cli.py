@@ -99,6 +99,33 @@ def test_repl_runs_commands_and_turns_from_stdin(
     assert "MEMORY.md: 0 entries" in proc.stdout and "/compress" in proc.stdout
 
 
+def test_retry_asks_the_last_message_again_without_the_first_answer(
+    model_home: Home, scripted: ScriptedServer
+) -> None:
+    """Regenerating sent the question again beside the first answer, so the model saw both
+    the question twice and what it had said. `/retry` takes the last turn out of the context
+    (the store keeps it: a search still finds the first answer) and asks again."""
+    scripted.add(reply("Paris, I think."), reply("The capital is Canberra."))
+    proc = cairn_here("chat", home=model_home, stdin="capital of Australia?\n/retry\n/retry\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Paris, I think." in proc.stdout and "The capital is Canberra." in proc.stdout
+    sent = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
+    assert sent == ["capital of Australia?"]
+    # The third line found the script empty (an HTTP error): nothing lost either way.
+    store = SessionStore.open(model_home)
+    [session] = store.list_sessions()
+    stored = [(m.role, m.content) for m in store.messages(session.id)]
+    assert stored[:4] == [
+        ("user", "capital of Australia?"),
+        ("assistant", "Paris, I think."),
+        ("user", "capital of Australia?"),
+        ("assistant", "The capital is Canberra."),
+    ]
+    # Nothing said yet: one line, exit 1.
+    fresh = cairn_here("chat", "-q", "/retry", home=model_home)
+    assert fresh.returncode == 1 and "nothing to ask again" in fresh.stderr
+
+
 def test_ctrl_c_stops_the_reply_and_keeps_the_transcript(
     model_home: Home, scripted: ScriptedServer
 ) -> None:

@@ -182,7 +182,11 @@ def test_regenerate_and_edit_resend_the_last_message(qtbot: QtBot, pane: ChatPan
     )
     menu = actions(pane.view.context_menu_at(point_of(pane, "second answer")))
     menu["Regenerate reply"].trigger()  # type: ignore[attr-defined]
-    assert sent[-1] == "second question" and pane.busy
+    # Asked again: the reply leaves the transcript (and, engine-side, the model's context);
+    # the question is not repeated.
+    assert sent[-1] == "/retry" and pane.busy
+    assert "second answer" not in pane.transcript_text()
+    assert pane.transcript_text().count("second question") == 1
     # Busy: nothing to offer until the reply is in.
     assert "Edit and resend…" not in actions(
         pane.view.context_menu_at(point_of(pane, "second question"))
@@ -191,7 +195,7 @@ def test_regenerate_and_edit_resend_the_last_message(qtbot: QtBot, pane: ChatPan
     menu = actions(pane.view.context_menu_at(point_of(pane, "another answer")))
     assert "Regenerate reply" in menu
     user_menu = actions(pane.view.context_menu_at(point_of(pane, "second question")))
-    assert "Edit and resend…" not in user_menu  # an earlier copy of the last message
+    assert "Edit and resend…" in user_menu
     pane.view.scroll_to_bottom()
     # The last user row is the resent one.
     last_user = [

@@ -301,6 +301,19 @@ class TranscriptModel(QAbstractListModel):
         row = self.row_of(uid)
         return row is not None and self.set_expanded(row, not self._items[row].expanded)
 
+    def drop_after_last_user(self) -> bool:
+        """Remove the rows after the last user message (the reply being asked again, its
+        tool rows and notices); False when there is no user message."""
+        rows = [r for r, item in enumerate(self._items) if item.kind is Kind.USER]
+        if not rows:
+            return False
+        first = rows[-1] + 1
+        if first < len(self._items):
+            self.beginRemoveRows(QModelIndex(), first, len(self._items) - 1)
+            del self._items[first:]
+            self.endRemoveRows()
+        return True
+
     def clear(self) -> None:
         self.beginResetModel()
         self._items = []

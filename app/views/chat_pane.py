@@ -959,6 +959,13 @@ class ChatPane(QWidget):
         text = raw.strip()
         if not text or self._busy or self.viewing_history:
             return
+        from engine.commands import RETRY
+
+        if text == RETRY:
+            self.input.remember(text)
+            self.input.clear()
+            self.regenerate()
+            return
         self.input.remember(text)
         self.input.clear()
         self._last_sent = text
@@ -973,12 +980,17 @@ class ChatPane(QWidget):
 
     @Slot()
     def regenerate(self) -> None:
-        """Ask again with the last message. The turn is a new one: the earlier reply stays
-        in the transcript and in the model's context, so the model can see what it said."""
-        text = self.last_user_text()
-        if text is None or self._busy or self.viewing_history:
+        """Ask the last message again: its reply leaves the transcript and the model's
+        context (``/retry``); the store keeps it, so the session's history still has it."""
+        from engine.commands import RETRY
+
+        if self.last_user_text() is None or self._busy or self.viewing_history:
             return
-        self._submit(text)
+        self.model.end_streaming()
+        self.model.drop_after_last_user()
+        self._error_noticed = False
+        self._set_busy(True)
+        self.messageSubmitted.emit(RETRY)
 
     @Slot()
     def edit_last(self) -> None:
