@@ -9,7 +9,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from app.models.memory_model import sync_rows
-from engine.memory.entries import Target
+from engine.pending_preview import file_of
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -51,19 +51,6 @@ def short_time(created_at: float | str, now: datetime | None = None) -> str:
         return str(created_at)
     today = (now or datetime.now().astimezone()).date()
     return when.strftime("%H:%M" if when.date() == today else "%Y-%m-%d %H:%M")
-
-
-def file_of(record: dict[str, Any]) -> str:
-    if record.get("subsystem") == "skills":
-        request = record.get("payload", {}).get("request") or {}
-        return f"skill {request.get('name', '?')}"
-    if record.get("subsystem") == "facts":
-        return "fact store"
-    target = record.get("payload", {}).get("target", "memory")
-    try:
-        return Target(target).filename
-    except ValueError:
-        return str(target)
 
 
 class PendingModel(QAbstractTableModel):

@@ -48,8 +48,9 @@ from app.models.journey_model import (
     when,
 )
 from app.views.chat_pane import themed_icon
-from app.views.memory_panel import DiffLine, DiffView, entry_diff
+from app.views.memory_panel import DiffLine, DiffView
 from engine.journey import Journey, TimelineEvent
+from engine.pending_preview import entry_diff
 
 SPEEDS = [("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("5×", 5.0), ("20×", 20.0), ("100×", 100.0)]
 EVENTS_PER_SECOND = 2.0  # at 1×

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from difflib import SequenceMatcher
 from typing import Any
 
 from PySide6.QtCore import (
@@ -64,6 +63,7 @@ from app.models.memory_model import MemoryEntryModel
 from app.models.pending_model import is_settle_result
 from app.views.refusals import refusal_text
 from engine.memory.entries import CONSOLIDATE_AT, DELIMITER, Target
+from engine.pending_preview import usage_text
 
 ADDED = QColor("#1b7f3b")
 ADDED_BG = QColor("#e6f4ea")
@@ -82,24 +82,9 @@ DARK_VARIANTS = {
 RESULT_MS = 10_000  # how long an edit's outcome stays under the list
 MINUS = "\u2212"  # a real minus sign: a hyphen reads as a bullet point
 
+# The diff of entries and the usage line are the engine's (the pending preview builds them
+# too); a "#" line is a heading, drawn only here.
 DiffLine = tuple[str, str]  # (sign, text): "+", "-", " " for entries; "#" heading; "!" note
-
-
-def entry_diff(before: Sequence[str], after: Sequence[str]) -> list[DiffLine]:
-    """The file after a change, entry by entry: kept ``" "``, added ``"+"``, removed ``"-"``."""
-    lines: list[DiffLine] = []
-    matcher = SequenceMatcher(None, list(before), list(after), autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            lines += [(" ", entry) for entry in before[i1:i2]]
-            continue
-        lines += [("-", entry) for entry in before[i1:i2]]
-        lines += [("+", entry) for entry in after[j1:j2]]
-    return lines
-
-
-def usage_text(chars: int, limit: int, percent: int) -> str:
-    return f"{chars:,} / {limit:,} chars ({percent}%)"
 
 
 def is_dark_palette(palette: QPalette | None = None) -> bool:

@@ -30,10 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models.pending_model import ORIGINS, PendingModel, file_of, is_settle_result
-from app.views.memory_panel import ADDED, REMOVED, DiffLine, DiffView, entry_diff, usage_text
-from engine.memory.entries import Target, percent, usage
-from engine.memory.errors import MemoryToolError
+from app.models.pending_model import ORIGINS, PendingModel, is_settle_result
+from app.views.memory_panel import ADDED, REMOVED, DiffLine, DiffView
 
 
 def pending_count(changes: Any) -> int | None:
@@ -43,79 +41,12 @@ def pending_count(changes: Any) -> int | None:
 
 
 def preview_of(record: dict[str, Any], state: dict[str, Any] | None) -> tuple[str, list[DiffLine]]:
-    """A heading and the file as it would be after approving ``record`` now.
+    """A heading and the lines of what approving ``record`` now would do: the engine's one
+    preview builder (``engine.pending_preview``), which the command line prints too."""
+    from engine.pending_preview import preview_of as build
 
-    Worked out from the current entries with the engine's own operation semantics, so a write
-    that would be refused (its entry changed meanwhile, over the limit) says so before the
-    user clicks Approve.
-    """
-    payload = record.get("payload") or {}
-    if record.get("subsystem") == "skills":
-        return _skill_preview(record)
-    if record.get("subsystem") == "facts":
-        return _fact_preview(record)
-    filename = file_of(record)
-    if state is None:
-        return filename, [("!", "Current memory has not been loaded yet.")]
-    if state.get("error"):
-        return filename, [("!", f"{filename} cannot be read: {state['error']}")]
-    # pydantic comes with these; the worker has loaded them by the time a write is staged.
-    from engine.memory.approval import payload_operations
-    from engine.memory.operations import apply_to_entries, check_budget, parse_operations
-
-    before: list[str] = list(state.get("items") or [])
-    limit = int(state.get("limit") or 0)
-    try:
-        ops = parse_operations(payload_operations(payload))
-        after = apply_to_entries(before, ops)
-    except MemoryToolError as exc:
-        return filename, [
-            ("!", f"This write no longer applies to {filename}: {exc.message}"),
-            ("!", "Approving it will fail; reject it or edit memory directly."),
-        ]
-    lines = entry_diff(before, after)
-    chars = usage(after)
-    heading = f"{filename} after approval"
-    if limit:
-        heading += " — " + usage_text(chars, limit, percent(chars, limit))
-        try:
-            check_budget(Target(payload.get("target", "memory")), before, after, limit, ops)
-        except (MemoryToolError, ValueError) as exc:
-            message = exc.message if isinstance(exc, MemoryToolError) else str(exc)
-            lines.insert(0, ("!", f"Approving it will be refused: {message}"))
-    if before == after:
-        lines.insert(0, ("!", "No change: the file already looks like this."))
-    return heading, lines
-
-
-def _skill_preview(record: dict[str, Any]) -> tuple[str, list[DiffLine]]:
-    """A staged skill write: what it would write, line by line."""
-    request = (record.get("payload") or {}).get("request") or {}
-    name = request.get("name") or "a skill"
-    heading = f"Skill {name}: {record.get('action', 'change')} — {record.get('summary', '')}"
-    lines: list[DiffLine] = []
-    if request.get("find"):
-        lines += [("-", line) for line in str(request["find"]).splitlines()]
-    for key in ("content", "replace", "body"):
-        if request.get(key):
-            lines += [("+", line) for line in str(request[key]).splitlines()]
-    if not lines:
-        lines.append(("!", "Nothing to show for this change; approve applies it as summarised."))
-    return heading, lines
-
-
-def _fact_preview(record: dict[str, Any]) -> tuple[str, list[DiffLine]]:
-    """A staged fact store write: the fact it adds, the new text, or what it removes."""
-    request = (record.get("payload") or {}).get("request") or {}
-    heading = f"Fact store: {record.get('summary', '')}"
-    lines: list[DiffLine] = []
-    if request.get("content"):
-        lines += [("+", line) for line in str(request["content"]).splitlines()]
-    if request.get("entities"):
-        lines.append(("+", "about: " + ", ".join(map(str, request["entities"]))))
-    if not lines:
-        lines.append(("!", "Approve applies it as summarised."))
-    return heading, lines
+    preview = build(record, state)
+    return preview.heading, list(preview.lines)
 
 
 class PendingDialog(QDialog):
