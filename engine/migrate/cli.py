@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli_output import emit as _emit
-from engine.migrate.cleanup import CleanupError, CleanupReport, apply_cleanup, plan_cleanup
+from engine.errors import CairnError
+from engine.migrate.cleanup import CleanupReport, apply_cleanup, plan_cleanup
 from engine.migrate.openclaw import (
-    MigrationError,
     MigrationReport,
     Options,
     apply_migration,
@@ -77,11 +77,12 @@ def register(
 # -- plumbing ------------------------------------------------------------------------------------
 
 
-class _Refused(Exception):
+class _Refused(CairnError):
+    """The command stopped before changing anything; ``payload`` is what --json adds (the
+    plan that was not applied)."""
+
     def __init__(self, code: str, message: str, payload: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.payload = payload or {}
 
 
@@ -90,9 +91,9 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except (MigrationError, CleanupError, _Refused) as exc:
+        except CairnError as exc:  # MigrationError, CleanupError, _Refused
             payload = {"ok": False, "error": exc.code, "message": exc.message}
-            payload.update(getattr(exc, "payload", {}) or getattr(exc, "details", {}))
+            payload.update(getattr(exc, "payload", {}) or exc.details)
             if args.json:
                 print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
             else:
