@@ -70,8 +70,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 class _Printer:
     """Writes agent events to a terminal as they happen."""
 
-    def __init__(self, out: TextIO, err: TextIO, notifications: str) -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, notifications: str, *, status: TextIO | None = None
+    ) -> None:
         self.out, self.err = out, err
+        # Where notices and tool lines go: the terminal's stdout in the REPL; stderr for a
+        # one-shot (`cairn chat -q`), whose stdout is the reply alone, for pipes and scripts.
+        self.status = status or out
         self.notifications = notifications
         self.mid_line = False
         self.held: list[AgentEvent] = []
@@ -98,21 +103,20 @@ class _Printer:
             self.out.flush()
             self.mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolFinished):
-            self._line(f"  · {event.summary}")
+            self._line(f"  · {event.summary}", self.status)
         elif isinstance(event, Notice):
             if event.kind == "memory" and self.notifications == "off":
                 return
-            self._line(event.text, self.err if event.kind == "error" else self.out)
+            self._line(event.text, self.err if event.kind == "error" else self.status)
             # A compression's summary is for the model; the terminal gets the one line.
             quiet = event.kind in ("memory", "compression")
             if event.detail and (not quiet or self.notifications == "verbose"):
-                self._line(event.detail)
+                self._line(event.detail, self.status)
         elif isinstance(event, SessionStarted) and event.reason in ("compression", "window"):
-            self._line(f"  (continuing in session {event.session_id[:8]})")
+            self._line(f"  (continuing in session {event.session_id[:8]})", self.status)
         elif isinstance(event, SessionStarted) and event.reason == "continue":
             parent = (event.parent_session_id or "")[:8]
-            # On stderr: a one-shot's stdout is the reply alone.
-            self._line(f"  (continuing session {parent} as {event.session_id[:8]})", self.err)
+            self._line(f"  (continuing session {parent} as {event.session_id[:8]})", self.status)
 
     def _line(self, text: str, stream: TextIO | None = None) -> None:
         stream = stream or self.out
@@ -228,7 +232,12 @@ def _chat(args: argparse.Namespace) -> int:
 
     home = args.home_path
     config = load_config(home)
-    printer = _Printer(sys.stdout, sys.stderr, config.display.memory_notifications)
+    printer = _Printer(
+        sys.stdout,
+        sys.stderr,
+        config.display.memory_notifications,
+        status=sys.stderr if args.query is not None else None,
+    )
     quiet_json = bool(args.json and args.query is not None)
     signals = _Signals()
     agent: Agent | None = None

@@ -83,6 +83,19 @@ def test_continue_goes_on_with_a_stored_conversation_in_a_child_session(
     assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
+def test_a_one_shots_stdout_is_the_reply_alone(model_home: Home, scripted: ScriptedServer) -> None:
+    """Tool lines and notices went to stdout with the reply, so `cairn chat -q … > file`
+    or a pipe got them too. They go to stderr; stdout holds the reply."""
+    scripted.add(
+        tool_calls(("memory", {"action": "add", "content": "Prefers tea"})),
+        reply("Noted: tea."),
+    )
+    proc = cairn_here("chat", "-q", "I prefer tea", home=model_home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Noted: tea."
+    assert "· memory: added 1 entry" in proc.stderr
+
+
 def test_without_a_model_chat_says_how_to_configure_one(home: Home) -> None:
     proc = cairn_here("chat", "-q", "hello", home=home)
     assert proc.returncode == 1
