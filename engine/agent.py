@@ -30,7 +30,7 @@ from engine.compression import (
     message_tokens,
     needs_compression,
 )
-from engine.config import Config, load_config
+from engine.config import Config, answers_on_tiny_model, load_config
 from engine.errors import CairnError
 from engine.events import (
     AgentEvent,
@@ -254,6 +254,10 @@ class Agent:
         # Full; in a small window the compact persona, guidance and schemas; in a tiny one
         # only the core tools besides (no skills): the first form that fits is used.
         forms = ((False, False), (True, False), (True, True)) if known else ((False, False),)
+        if answers_on_tiny_model(self.config.model):
+            # A 135M-parameter model follows a short prompt and two tools; given every tool
+            # it calls ones it cannot use (skill_view with no skill) and never answers.
+            forms = ((True, True),)
         for compact, core_only in forms:
             prompt = self._assemble_prompt(window, compact=compact, core_only=core_only)
             budget = WindowBudget.measure(
@@ -500,6 +504,7 @@ class Agent:
         limit = self.config.agent.max_iterations
         seen_calls: set[tuple[str, str]] = set()
         offer_tools = True
+        tiny = answers_on_tiny_model(self.config.model)
         compressed_for_size = False
         while True:
             if result.iterations >= limit:
@@ -576,6 +581,10 @@ class Agent:
             # A model repeating calls it already made this turn is stuck (small local models
             # are prone to it): answer these, then ask for a reply with no tools on offer.
             offer_tools = not calls <= seen_calls
+            if tiny:
+                # The tiny built-in model gets one tool round a turn: after it, it answers
+                # (offered tools again, it calls more, often invalid ones, and never replies).
+                offer_tools = False
             seen_calls |= calls
             outcomes = self._run_tools(reply)
             result.tool_calls += len(outcomes)

@@ -108,6 +108,32 @@ def test_one_shot_chat_on_a_fresh_home_answers_offline_and_stores_the_reply(
     assert stored[-1].content == payload["reply"]
 
 
+def test_the_built_in_model_answers_questions_rather_than_the_formats_placeholder(
+    home: Home, model: EmbeddedProvider
+) -> None:
+    """On the built-in model `cairn chat -q` answered "<your answer to the user>" (copied from
+    the tool format's description) or nothing at all (it called skill_view, session_search
+    with no query, … and was offered tools again). It is now offered the two core tools and
+    one tool round a turn, the format has no placeholder to copy, and a reply is never
+    empty."""
+    from engine.agent import Agent
+
+    update_config(home, {"model": {"temperature": 0.0, "max_tokens": 64}})
+    agent = Agent(home, source="test", cwd=None, background_review=False)
+    try:
+        assert sorted(agent.tools.names()) != ["memory", "session_search"]  # more registered
+        offered = {s.get("name") for s in agent._schemas()}
+        assert offered == {"memory", "session_search"}
+        for question in ("What is the capital of France?", "Name a colour of the sky."):
+            result = agent.send(question)
+            assert result.error is None, result.error
+            assert result.reply.strip(), question
+            assert "<your" not in result.reply and "in place of the dots" not in result.reply
+            assert result.tool_calls <= 1
+    finally:
+        agent.close(review_timeout=1)
+
+
 def test_choosing_embedded_without_its_runtime_is_refused_at_once(
     home: Home, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

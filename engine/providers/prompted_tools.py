@@ -45,9 +45,11 @@ def _call_json(call: dict[str, Any]) -> str:
 
 def _tool_prompt(tools: Sequence[dict[str, Any]]) -> str:
     lines = [
+        # No placeholder inside the reply's quotes: small models copy "<your answer>"
+        # as the answer itself.
         "You can use tools. Answer with exactly one JSON object: "
-        '{"reply": "<your answer to the user>"} to answer, or '
-        '{"tool": "<tool name>", "arguments": {<arguments>}} to call a tool. '
+        '{"reply": "..."} to answer the user, with your whole answer written out in place '
+        'of the dots, or {"tool": "TOOL NAME", "arguments": {...}} to call a tool. '
         "After a tool call you will get its result.",
         "Tools:",
     ]
@@ -113,7 +115,8 @@ def tool_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     options: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"reply": {"type": "string"}},
+            # Not empty: an empty reply is what a small model falls back to when unsure.
+            "properties": {"reply": {"type": "string", "minLength": 1}},
             "required": ["reply"],
             "additionalProperties": False,
         }
