@@ -11,10 +11,9 @@ refused (its entry changed meanwhile, over the limit) says so before anyone appr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
-
-from pydantic import BaseModel
 
 from engine.memory.entries import Target, percent, usage
 from engine.memory.errors import MemoryToolError
@@ -23,7 +22,10 @@ from engine.memory.errors import MemoryToolError
 DiffLine = tuple[str, str]
 
 
-class Preview(BaseModel):
+# A dataclass, not a pydantic model: the window imports this module before its engine loads
+# (pydantic is tenths of a second of every start).
+@dataclass(frozen=True)
+class Preview:
     heading: str
     lines: list[DiffLine]
 
