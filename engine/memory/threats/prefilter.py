@@ -133,47 +133,88 @@ def required(pattern: re.Pattern[str]) -> _Req:
 class Gate:
     """Which of a list of patterns can possibly match a text.
 
-    A literal of four characters or more is keyed by its rarest 4-gram, looked up in the set of
-    the text's 4-grams; shorter literals (few: "pw", "](", "sk_") are searched for directly.
+    A literal of four characters or more is keyed by its rarest 4-gram; shorter literals (few:
+    "pw", "](", "sk_") are keys themselves. Every key is looked for in the text by one shared
+    search (:func:`_found`), and a pattern may match when one of its keys was found.
     """
 
     def __init__(self, requirements: Sequence[_Req]) -> None:
         self.always = 0
-        self.by_gram: dict[str, int] = {}
-        short: dict[str, int] = {}
+        self.by_key: dict[str, int] = {}
         for index, req in enumerate(requirements):
             bit = 1 << index
             if req is None:
                 self.always |= bit
                 continue
             for literal in req:
-                if len(literal) < 4:
-                    short[literal] = short.get(literal, 0) | bit
-                else:
-                    gram = _key(literal)
-                    self.by_gram[gram] = self.by_gram.get(gram, 0) | bit
-        self.short = list(short.items())
-        self.keys = frozenset(self.by_gram)
+                key = literal if len(literal) < 4 else _key(literal)
+                self.by_key[key] = self.by_key.get(key, 0) | bit
+        # The search reports the longest key at each position of the text; a shorter key that
+        # begins there is one of its prefixes. Which patterns a found key opens, prefixes
+        # included, is worked out once per key, when it is first found.
+        self._opens: dict[str, int] = {}
+        _register(self.by_key)
+
+    def _closure(self, found: str) -> int:
+        bits = 0
+        for n in range(_MIN, len(found) + 1):
+            bits |= self.by_key.get(found[:n], 0)
+        self._opens[found] = bits
+        return bits
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
         mask = self.always
-        by_gram = self.by_gram
-        for gram in _grams(lc) & self.keys:
-            mask |= by_gram[gram]
-        for literal, bits in self.short:
-            if literal in lc:
-                mask |= bits
+        opens = self._opens
+        for key in _found(lc):
+            bits = opens.get(key)
+            mask |= self._closure(key) if bits is None else bits
         return mask
 
 
-# The rules and the signals gate the same normalised text one after the other.
+# --- the shared key search ----------------------------------------------------------------------
+#
+# Building the set of a text's 4-grams cost more than the patterns it let the scanner skip: each
+# gram is a new string to hash. One regular expression holding every gate's keys as a trie
+# (``a(?:bc(?:d|e)|x)``, so that a position is ruled out after a character or two) finds the keys
+# present instead; it sits in a look-ahead so that overlapping keys are all found. The rules and
+# the signals gate the same normalised text one after the other, so the last answer is kept.
+
+_keys: set[str] = set()
+_search: list[re.Pattern[str] | None] = [None]
 _last: list[object] = [None, frozenset()]
 
 
-def _grams(lc: str) -> set[str]:
+def _register(keys: dict[str, int]) -> None:
+    if not keys.keys() <= _keys:
+        _keys.update(keys)
+        _search[0] = None
+        _last[:] = [None, frozenset()]
+
+
+def _trie(words: set[str]) -> str:
+    """A regular expression matching the longest of ``words`` at a position (a longer
+    continuation is tried before a word that ends here)."""
+    groups: dict[str, set[str]] = {}
+    for word in words:
+        if word:
+            groups.setdefault(word[0], set()).add(word[1:])
+    alts = [re.escape(first) + _trie(rest) for first, rest in sorted(groups.items())]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 and len(alts[0]) == 1 else f"(?:{'|'.join(alts)})"
+    return f"{body}?" if "" in words else body
+
+
+def _found(lc: str) -> frozenset[str]:
+    """The keys of every gate that occur in ``lc`` (the longest one at each position)."""
     if _last[0] is not lc:
-        _last[:] = [lc, {lc[i : i + 4] for i in range(len(lc) - 3)}]
+        search = _search[0]
+        if search is None:
+            search = _search[0] = (
+                re.compile(f"(?=({_trie(_keys)}))") if _keys else re.compile("(?!)")
+            )
+        _last[:] = [lc, frozenset(search.findall(lc))]
     return _last[1]  # type: ignore[return-value]
 
 
