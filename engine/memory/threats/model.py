@@ -55,10 +55,17 @@ _HOSTISH = re.compile(
 )
 
 
+# The tokens :func:`tokens` keeps, found directly: a text of at most _MAX_TOKENS characters has
+# at most that many raw tokens, so none is cut off and filtering afterwards gives the same list.
+_KEPT_TOKEN = re.compile(r"[^\W\d_]{2,}|[$|@/<>`]")
+
+
 def tokens(lc: str) -> list[str]:
     """Word, number and punctuation tokens of a normalised, lower-cased text."""
     if "." in lc and _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
+    if len(lc) <= _MAX_TOKENS:
+        return _KEPT_TOKEN.findall(lc)
     # Numbers and single letters ("w0", a hash split apart) tell nothing about intent.
     # Brackets, dots and commas are how notes are formatted, not what they ask for.
     return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or t in _KEPT_MARKS]

@@ -248,6 +248,9 @@ def _reads_as_leet(text: str) -> bool:
     "2fa" in a long note do not make it worth scanning twice."""
     hits = 0
     for token in _LEET_TOKEN.findall(text):
+        # Most tokens are plain words, which cannot be respelled (a cheaper test first).
+        if token.isalpha():
+            continue
         if _is_leet(token) and token.lower().translate(_LEET) in _LEET_WORDS:
             hits += 1
             if hits >= 2:
