@@ -65,6 +65,11 @@ def _best(cands: list[frozenset[str]]) -> _Req:
 
 
 def _seq(items: Sequence[tuple[object, object]]) -> _Req:
+    return _best(_cands(items))
+
+
+def _cands(items: Sequence[tuple[object, object]]) -> list[frozenset[str]]:
+    """One requirement per part of a sequence: every match satisfies each of them."""
     cands: list[frozenset[str]] = []
     run: list[str] = []
 
@@ -87,7 +92,7 @@ def _seq(items: Sequence[tuple[object, object]]) -> _Req:
         if req is not None:
             cands.append(req)
     close_run()
-    return _best(cands)
+    return cands
 
 
 def _small_set(items: object) -> list[str] | None:
@@ -118,15 +123,38 @@ def _item(op: object, av: object) -> _Req:
     return None
 
 
-def required(pattern: re.Pattern[str]) -> _Req:
+class Requirement(frozenset[str]):
+    """Literals of which every match contains one; ``also`` holds more such sets, from other
+    parts of the same sequence, that every match satisfies as well.
+
+    "keep ... from the user" must contain "keep" (or "hide", "conceal") *and* "from": the gate
+    runs the pattern only when both are present, where one rare set alone would let every text
+    with "from" through.
+    """
+
+    also: tuple[frozenset[str], ...] = ()
+
+
+# Conditions a gate checks besides the most selective one (each costs a look-up per scan).
+_MAX_ALSO = 2
+
+
+def required(pattern: re.Pattern[str]) -> Requirement | None:
     """Literals of which every match contains one (lower-cased), or None if unknown."""
     try:
         parsed = _p.parse(pattern.pattern, pattern.flags & ~re.UNICODE)
     except Exception:  # an unparseable pattern is simply always run
         return None
-    req = _seq(list(parsed))
-    if req is None or min(len(s) for s in req) < _MIN:
+    items = list(parsed)
+    # A pattern wrapped in one group is the sequence inside it.
+    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1])  # type: ignore[index]
+    cands = [c for c in _cands(items) if min(map(len, c)) >= _MIN]
+    if not cands:
         return None
+    cands.sort(key=cost)
+    req = Requirement(cands[0])
+    req.also = tuple(c for c in cands[1 : 1 + _MAX_ALSO] if c != cands[0])
     return req
 
 
@@ -141,14 +169,32 @@ class Gate:
     def __init__(self, requirements: Sequence[_Req]) -> None:
         self.always = 0
         self.by_key: dict[str, int] = {}
+        self.patterns = (1 << len(requirements)) - 1
+        # Each further condition of a Requirement gets a bit of its own above the patterns'; a
+        # pattern with such conditions stays in the mask only when all their bits are set.
+        self.checked = 0
+        self.needs: dict[int, int] = {}
+        next_bit = len(requirements)
+
+        def key_for(literals: frozenset[str], bit: int) -> None:
+            for literal in literals:
+                key = literal if len(literal) < 4 else _key(literal)
+                self.by_key[key] = self.by_key.get(key, 0) | bit
+
         for index, req in enumerate(requirements):
             bit = 1 << index
             if req is None:
                 self.always |= bit
                 continue
-            for literal in req:
-                key = literal if len(literal) < 4 else _key(literal)
-                self.by_key[key] = self.by_key.get(key, 0) | bit
+            key_for(req, bit)
+            need = 0
+            for extra in getattr(req, "also", ()):
+                need |= 1 << next_bit
+                key_for(extra, 1 << next_bit)
+                next_bit += 1
+            if need:
+                self.checked |= bit
+                self.needs[index] = need
         # The search reports the longest key at each position of the text; a shorter key that
         # begins there is one of its prefixes. Which patterns a found key opens, prefixes
         # included, is worked out once per key, when it is first found.
@@ -169,7 +215,11 @@ class Gate:
         for key in _found(lc):
             bits = opens.get(key)
             mask |= self._closure(key) if bits is None else bits
-        return mask
+        for index in indices(mask & self.checked):
+            need = self.needs[index]
+            if mask & need != need:
+                mask &= ~(1 << index)
+        return mask & self.patterns
 
 
 # --- the shared key search ----------------------------------------------------------------------
