@@ -12,6 +12,7 @@ how much work reaching it takes.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -232,14 +233,29 @@ class Gate:
 
 _keys: set[str] = set()
 _search: list[re.Pattern[str] | None] = [None]
-_last: list[object] = [None, frozenset()]
+# Scans run on several threads: a gate registers its keys (and the search is rebuilt) under the
+# lock, and the last answer is one (text, search, keys) triple, read and replaced whole, so that
+# one text's keys, or keys found by a search missing a gate's keys, are never given to another.
+_lock = threading.Lock()
+_last: list[tuple[str | None, re.Pattern[str] | None, frozenset[str]]] = [(None, None, frozenset())]
 
 
 def _register(keys: dict[str, int]) -> None:
-    if not keys.keys() <= _keys:
-        _keys.update(keys)
-        _search[0] = None
-        _last[:] = [None, frozenset()]
+    with _lock:
+        if not keys.keys() <= _keys:
+            _keys.update(keys)
+            _search[0] = None
+
+
+def _current_search() -> re.Pattern[str]:
+    search = _search[0]
+    if search is None:
+        with _lock:
+            search = _search[0]
+            if search is None:
+                trie = f"(?=({_trie(_keys)}))" if _keys else "(?!)"
+                search = _search[0] = re.compile(trie)
+    return search
 
 
 def _trie(words: set[str]) -> str:
@@ -258,14 +274,12 @@ def _trie(words: set[str]) -> str:
 
 def _found(lc: str) -> frozenset[str]:
     """The keys of every gate that occur in ``lc`` (the longest one at each position)."""
-    if _last[0] is not lc:
-        search = _search[0]
-        if search is None:
-            search = _search[0] = (
-                re.compile(f"(?=({_trie(_keys)}))") if _keys else re.compile("(?!)")
-            )
-        _last[:] = [lc, frozenset(search.findall(lc))]
-    return _last[1]  # type: ignore[return-value]
+    search = _current_search()
+    text, used, found = _last[0]
+    if text is not lc or used is not search:
+        found = frozenset(search.findall(lc))
+        _last[0] = (lc, search, found)
+    return found
 
 
 def indices(mask: int) -> Iterator[int]:
