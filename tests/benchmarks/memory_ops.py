@@ -44,6 +44,9 @@ from engine.memory.history import History
 from engine.memory.service import MemoryService
 
 M = Target.MEMORY
+# Writes are applied, not staged: approval is on by default with the bundled tiny model, and a
+# staged write measures the pending queue, not the write path.
+APPLIED = Config(memory=MemoryConfig(write_approval=False))
 GOAL_MS = 5.0
 WORDS_TEXT = (
     "user prefers concise answers with code first then a short why; staging deploys go out "
@@ -97,7 +100,8 @@ def summary(times: list[float]) -> tuple[float, float, float]:
 def bench_store(name: str, limit: int, fill_chars: int, samples: int) -> list[tuple]:
     root = Path(tempfile.mkdtemp(prefix=f"cairn-bench-{name}-"))
     service = MemoryService(
-        Home(root / "home"), Config(memory=MemoryConfig(memory_char_limit=limit))
+        Home(root / "home"),
+        Config(memory=MemoryConfig(memory_char_limit=limit, write_approval=False)),
     )
     seed = []
     while sum(len(e) + 3 for e in seed) < fill_chars:
@@ -175,7 +179,7 @@ def breakdown(count: int) -> None:
         (History, "record", "history: insert + commit"),
     ]
     root = Path(tempfile.mkdtemp(prefix="cairn-bench-breakdown-"))
-    service = MemoryService(Home(root / "home"), Config())
+    service = MemoryService(Home(root / "home"), APPLIED)
     seed = [entry("seed", i) for i in range(10)]
     service.write(M, [{"action": "add", "content": e} for e in seed])
     undo = [wrap(*step) for step in steps]
@@ -215,7 +219,7 @@ def breakdown(count: int) -> None:
 
 def profile_adds(count: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="cairn-bench-profile-"))
-    service = MemoryService(Home(root / "home"), Config())
+    service = MemoryService(Home(root / "home"), APPLIED)
     for i in range(10):
         service.write(M, [{"action": "add", "content": entry("seed", i)}])
     profiler = cProfile.Profile()

@@ -55,7 +55,11 @@ _BULLET = re.compile(r"""^\s{0,8}(?:[-*+>|]+|\d{1,3}[.)]|\[[ x]\])\s{1,3}""")
 _TRAILER = re.compile(r"""\s{0,3}(?:-->|\*/|\|)\s{0,3}$""")
 _QUOTES = "\"'`,;{}[]() "
 _JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){12,2000})"')
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+# A sentence ends after ".", "!" or "?" followed by white space, or after a CJK full stop, which
+# needs none. The cut is matched from the punctuation mark (a pattern that starts with a
+# character class is searched fast; one that starts with a look-behind is tried at every
+# position) and begins one character after it: the white space, or nothing after "。".
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+|[。！？]")
 _TEMPLATE_END = re.compile(r"<\|\s{0,2}im_end\s{0,2}\|>|<\|\s{0,2}end\s{0,2}\|>")
 # Only lines that start with one of these, or hold a key-value mark, need unwrapping.
 _NEEDS_UNWRAP = re.compile(r"""^\s{0,8}[^\w\s]|^[\w .@/-]{1,40}\s{0,2}[:=]""")
@@ -73,7 +77,7 @@ def _split_sentences(text: str, start: int, marks: tuple[str, ...], out: list[Se
     for m in [*_SENTENCE_END.finditer(text), None]:
         if len(out) >= _MAX_SEGMENTS:
             return
-        end = m.start() if m is not None else len(text)
+        end = m.start() + 1 if m is not None else len(text)
         piece = text[pos:end]
         if piece.strip():
             out.append(Segment(start + pos, start + end, piece, marks))

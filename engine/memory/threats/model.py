@@ -55,10 +55,17 @@ _HOSTISH = re.compile(
 )
 
 
+# The tokens :func:`tokens` keeps, found directly: a text of at most _MAX_TOKENS characters has
+# at most that many raw tokens, so none is cut off and filtering afterwards gives the same list.
+_KEPT_TOKEN = re.compile(r"[^\W\d_]{2,}|[$|@/<>`]")
+
+
 def tokens(lc: str) -> list[str]:
     """Word, number and punctuation tokens of a normalised, lower-cased text."""
     if "." in lc and _HOSTISH.search(lc):
         lc = _HOST.sub(" host ", _URL.sub(" url ", lc))
+    if len(lc) <= _MAX_TOKENS:
+        return _KEPT_TOKEN.findall(lc)
     # Numbers and single letters ("w0", a hash split apart) tell nothing about intent.
     # Brackets, dots and commas are how notes are formatted, not what they ask for.
     return [t for t in _TOKEN.findall(lc)[:_MAX_TOKENS] if len(t) > 1 or t in _KEPT_MARKS]
@@ -110,44 +117,40 @@ class _Model:
         self.cat_weights: dict[str, list[float]] = data["cat_weights"]
         self.classes: list[str] = data["classes"]
         # Scoring looks tokens up directly instead of building feature strings: unigram weights
-        # by token, bigram weights by first token, then second.
-        self.uni: dict[str, float] = {}
-        self.bi: dict[str, dict[str, float]] = {}
-        self.other: dict[str, float] = {}
+        # by token, bigram weights by the pair of tokens. Each entry holds the weight and whether
+        # it counts as evidence (a positive weight on words, not on punctuation), decided once
+        # here instead of on every scored statement.
+        self.uni: dict[str, tuple[float, bool]] = {}
+        self.bi: dict[tuple[str, str], tuple[float, bool]] = {}
+        self.other: dict[str, tuple[float, bool]] = {}
         for name, weight in self.weights.items():
             kind, _, rest = name.partition(":")
             if kind == "w":
-                self.uni[rest] = weight
+                self.uni[rest] = (weight, weight > 0 and rest.isalpha())
             elif kind == "b":
                 first, _, second = rest.partition(" ")
-                self.bi.setdefault(first, {})[second] = weight
+                positive = weight > 0 and first.isalpha() and second.isalpha()
+                self.bi[first, second] = (weight, positive)
             else:
-                self.other[name] = weight
+                self.other[name] = (weight, weight > 0)
 
     def score(self, toks: list[str], extra: list[str]) -> tuple[float, int]:
         """The logit, and how many features with a positive weight took part."""
+        # The terms are added in the same order as the features are listed (extra, unigrams,
+        # bigrams; each in set order), so the sum is the same float as the training script's.
         z = self.bias
         evidence = 0
-        other = self.other.get
-        for f in set(extra):
-            w = other(f)
-            if w is not None:
-                z += w
-                evidence += w > 0
-        uni = self.uni.get
-        for t in set(toks):
-            w = uni(t)
-            if w is not None:
-                z += w
-                evidence += w > 0 and t.isalpha()
-        bi = self.bi.get
-        for a, b in set(itertools.pairwise(toks)):
-            row = bi(a)
-            if row is not None:
-                w = row.get(b)
-                if w is not None:
-                    z += w
-                    evidence += w > 0 and a.isalpha() and b.isalpha()
+        for table, keys in (
+            (self.other, set(extra)),
+            (self.uni, set(toks)),
+            (self.bi, set(itertools.pairwise(toks))),
+        ):
+            get = table.get
+            for key in keys:
+                hit = get(key)  # type: ignore[arg-type]
+                if hit is not None:
+                    z += hit[0]
+                    evidence += hit[1]
         return z, evidence
 
     def logit(self, feats: list[str]) -> float:

@@ -12,6 +12,7 @@ how much work reaching it takes.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -65,6 +66,11 @@ def _best(cands: list[frozenset[str]]) -> _Req:
 
 
 def _seq(items: Sequence[tuple[object, object]]) -> _Req:
+    return _best(_cands(items))
+
+
+def _cands(items: Sequence[tuple[object, object]]) -> list[frozenset[str]]:
+    """One requirement per part of a sequence: every match satisfies each of them."""
     cands: list[frozenset[str]] = []
     run: list[str] = []
 
@@ -87,7 +93,7 @@ def _seq(items: Sequence[tuple[object, object]]) -> _Req:
         if req is not None:
             cands.append(req)
     close_run()
-    return _best(cands)
+    return cands
 
 
 def _small_set(items: object) -> list[str] | None:
@@ -118,63 +124,162 @@ def _item(op: object, av: object) -> _Req:
     return None
 
 
-def required(pattern: re.Pattern[str]) -> _Req:
+class Requirement(frozenset[str]):
+    """Literals of which every match contains one; ``also`` holds more such sets, from other
+    parts of the same sequence, that every match satisfies as well.
+
+    "keep ... from the user" must contain "keep" (or "hide", "conceal") *and* "from": the gate
+    runs the pattern only when both are present, where one rare set alone would let every text
+    with "from" through.
+    """
+
+    also: tuple[frozenset[str], ...] = ()
+
+
+# Conditions a gate checks besides the most selective one (each costs a look-up per scan).
+_MAX_ALSO = 2
+
+
+def required(pattern: re.Pattern[str]) -> Requirement | None:
     """Literals of which every match contains one (lower-cased), or None if unknown."""
     try:
         parsed = _p.parse(pattern.pattern, pattern.flags & ~re.UNICODE)
     except Exception:  # an unparseable pattern is simply always run
         return None
-    req = _seq(list(parsed))
-    if req is None or min(len(s) for s in req) < _MIN:
+    items = list(parsed)
+    # A pattern wrapped in one group is the sequence inside it.
+    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1])  # type: ignore[index]
+    cands = [c for c in _cands(items) if min(map(len, c)) >= _MIN]
+    if not cands:
         return None
+    cands.sort(key=cost)
+    req = Requirement(cands[0])
+    req.also = tuple(c for c in cands[1 : 1 + _MAX_ALSO] if c != cands[0])
     return req
 
 
 class Gate:
     """Which of a list of patterns can possibly match a text.
 
-    A literal of four characters or more is keyed by its rarest 4-gram, looked up in the set of
-    the text's 4-grams; shorter literals (few: "pw", "](", "sk_") are searched for directly.
+    A literal of four characters or more is keyed by its rarest 4-gram; shorter literals (few:
+    "pw", "](", "sk_") are keys themselves. Every key is looked for in the text by one shared
+    search (:func:`_found`), and a pattern may match when one of its keys was found.
     """
 
     def __init__(self, requirements: Sequence[_Req]) -> None:
         self.always = 0
-        self.by_gram: dict[str, int] = {}
-        short: dict[str, int] = {}
+        self.by_key: dict[str, int] = {}
+        self.patterns = (1 << len(requirements)) - 1
+        # Each further condition of a Requirement gets a bit of its own above the patterns'; a
+        # pattern with such conditions stays in the mask only when all their bits are set.
+        self.checked = 0
+        self.needs: dict[int, int] = {}
+        next_bit = len(requirements)
+
+        def key_for(literals: frozenset[str], bit: int) -> None:
+            for literal in literals:
+                key = literal if len(literal) < 4 else _key(literal)
+                self.by_key[key] = self.by_key.get(key, 0) | bit
+
         for index, req in enumerate(requirements):
             bit = 1 << index
             if req is None:
                 self.always |= bit
                 continue
-            for literal in req:
-                if len(literal) < 4:
-                    short[literal] = short.get(literal, 0) | bit
-                else:
-                    gram = _key(literal)
-                    self.by_gram[gram] = self.by_gram.get(gram, 0) | bit
-        self.short = list(short.items())
-        self.keys = frozenset(self.by_gram)
+            key_for(req, bit)
+            need = 0
+            for extra in getattr(req, "also", ()):
+                need |= 1 << next_bit
+                key_for(extra, 1 << next_bit)
+                next_bit += 1
+            if need:
+                self.checked |= bit
+                self.needs[index] = need
+        # The search reports the longest key at each position of the text; a shorter key that
+        # begins there is one of its prefixes. Which patterns a found key opens, prefixes
+        # included, is worked out once per key, when it is first found.
+        self._opens: dict[str, int] = {}
+        _register(self.by_key)
+
+    def _closure(self, found: str) -> int:
+        bits = 0
+        for n in range(_MIN, len(found) + 1):
+            bits |= self.by_key.get(found[:n], 0)
+        self._opens[found] = bits
+        return bits
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
         mask = self.always
-        by_gram = self.by_gram
-        for gram in _grams(lc) & self.keys:
-            mask |= by_gram[gram]
-        for literal, bits in self.short:
-            if literal in lc:
-                mask |= bits
-        return mask
+        opens = self._opens
+        for key in _found(lc):
+            bits = opens.get(key)
+            mask |= self._closure(key) if bits is None else bits
+        for index in indices(mask & self.checked):
+            need = self.needs[index]
+            if mask & need != need:
+                mask &= ~(1 << index)
+        return mask & self.patterns
 
 
-# The rules and the signals gate the same normalised text one after the other.
-_last: list[object] = [None, frozenset()]
+# --- the shared key search ----------------------------------------------------------------------
+#
+# Building the set of a text's 4-grams cost more than the patterns it let the scanner skip: each
+# gram is a new string to hash. One regular expression holding every gate's keys as a trie
+# (``a(?:bc(?:d|e)|x)``, so that a position is ruled out after a character or two) finds the keys
+# present instead; it sits in a look-ahead so that overlapping keys are all found. The rules and
+# the signals gate the same normalised text one after the other, so the last answer is kept.
+
+_keys: set[str] = set()
+_search: list[re.Pattern[str] | None] = [None]
+# Scans run on several threads: a gate registers its keys (and the search is rebuilt) under the
+# lock, and the last answer is one (text, search, keys) triple, read and replaced whole, so that
+# one text's keys, or keys found by a search missing a gate's keys, are never given to another.
+_lock = threading.Lock()
+_last: list[tuple[str | None, re.Pattern[str] | None, frozenset[str]]] = [(None, None, frozenset())]
 
 
-def _grams(lc: str) -> set[str]:
-    if _last[0] is not lc:
-        _last[:] = [lc, {lc[i : i + 4] for i in range(len(lc) - 3)}]
-    return _last[1]  # type: ignore[return-value]
+def _register(keys: dict[str, int]) -> None:
+    with _lock:
+        if not keys.keys() <= _keys:
+            _keys.update(keys)
+            _search[0] = None
+
+
+def _current_search() -> re.Pattern[str]:
+    search = _search[0]
+    if search is None:
+        with _lock:
+            search = _search[0]
+            if search is None:
+                trie = f"(?=({_trie(_keys)}))" if _keys else "(?!)"
+                search = _search[0] = re.compile(trie)
+    return search
+
+
+def _trie(words: set[str]) -> str:
+    """A regular expression matching the longest of ``words`` at a position (a longer
+    continuation is tried before a word that ends here)."""
+    groups: dict[str, set[str]] = {}
+    for word in words:
+        if word:
+            groups.setdefault(word[0], set()).add(word[1:])
+    alts = [re.escape(first) + _trie(rest) for first, rest in sorted(groups.items())]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 and len(alts[0]) == 1 else f"(?:{'|'.join(alts)})"
+    return f"{body}?" if "" in words else body
+
+
+def _found(lc: str) -> frozenset[str]:
+    """The keys of every gate that occur in ``lc`` (the longest one at each position)."""
+    search = _current_search()
+    text, used, found = _last[0]
+    if text is not lc or used is not search:
+        found = frozenset(search.findall(lc))
+        _last[0] = (lc, search, found)
+    return found
 
 
 def indices(mask: int) -> Iterator[int]:

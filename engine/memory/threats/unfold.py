@@ -222,7 +222,9 @@ def _padding_views(text: str) -> list[View]:
 
 # --- letters split or respelled ---------------------------------------------------------------
 
-_LEET_GATE = re.compile(r"[a-z][0-9@$!|]|[0-9@$!|][a-z]", re.IGNORECASE)
+# A letter next to a digit or sign, on either side ("a1", "1a"); written to start at the sign, so
+# that the search skips quickly to the few places where one occurs.
+_LEET_GATE = re.compile(r"[0-9@$!|](?:(?<=[a-z].)|(?=[a-z]))", re.IGNORECASE)
 _LEET_TOKEN = re.compile(r"(?<![\w$@!|])[a-z0-9][a-z0-9@$!|]*(?![\w$@!|])", re.IGNORECASE)
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
                        "$": "s", "!": "i", "|": "l", "8": "b", "9": "g"})  # fmt: skip
@@ -246,6 +248,9 @@ def _reads_as_leet(text: str) -> bool:
     "2fa" in a long note do not make it worth scanning twice."""
     hits = 0
     for token in _LEET_TOKEN.findall(text):
+        # Most tokens are plain words, which cannot be respelled (a cheaper test first).
+        if token.isalpha():
+            continue
         if _is_leet(token) and token.lower().translate(_LEET) in _LEET_WORDS:
             hits += 1
             if hits >= 2:
@@ -278,7 +283,11 @@ _B32 = re.compile(r"(?<![A-Za-z0-9])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9=])")
 _HEX = re.compile(r"(?<![0-9a-fA-F])(?:(?:\\x|0x)?[0-9a-fA-F]{2}[ :]?){8,}(?![0-9a-fA-F])")
 # Simple shapes searched first: the full patterns are only tried when one is present.
 _B32_HINT = re.compile(r"[A-Z2-7]{16}")
-_HEX_HINT = re.compile(r"[0-9a-fA-F]{16}|\\x[0-9a-fA-F]{2}|(?:[0-9a-fA-F]{2}[ :]){7}[0-9a-fA-F]{2}")
+# Sixteen hex digits, "\\xNN", or eight pairs split by spaces or colons; the two long forms share
+# their first pair, so it is tried once per position.
+_HEX_HINT = re.compile(
+    r"[0-9a-fA-F]{2}(?:[0-9a-fA-F]{14}|(?:[ :][0-9a-fA-F]{2}){7})|\\x[0-9a-fA-F]{2}"
+)
 _MORSE_HINT = re.compile(r"[.-] {1,3}(?:/ {1,3})?[.-]{1,7} {1,3}[.-]")
 _URLENC = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}")
 _MORSE = re.compile(r"(?<![\w.-])[.\-]{1,7}(?:(?: {1,3}/ {1,3}| {1,3})[.\-]{1,7}){5,}(?![\w.-])")
