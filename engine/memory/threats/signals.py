@@ -447,6 +447,38 @@ _sig(
       (?:cleaned|cleared|deleted|removed|pruned|wiped){_S}{{0,60}}?\b(?:restore|re-?add
         |rewrite|recreate|put\s+back)""",
 )
+# Text that speaks of itself (this note, these lines, the entry above) and asks to outlast
+# deletion: the order of the parts varies ("if this note is ever wiped, re-add it"; "restore
+# these lines whenever someone clears the memory"), so both orders are read. Upkeep of other
+# things ("restore the database if it is deleted") names no text of its own and passes.
+_SELF = r"""(?:(?:this|these|the\s+(?:above|following))\s+(?:\w+\s+){0,2}?
+  (?:notes?|entry|entries|lines?|text|rules?|instructions?|orders?|paragraphs?|messages?|blocks?|memory|directives?|sentences?
+  |records?)\b
+  |\bthe\s+(?:notes?|entry|lines?|text|paragraph|block|message|rule)\s+(?:above|below)\b)"""
+_GONE = r"""(?:delet\w*|remov\w*|eras\w*|wip\w*|clear\w*|purg\w*|prun\w*|trim\w*|drop\w*|gone
+  |missing|disappear\w*|vanish\w*|forgot\w*|reset\w*|flush\w*|lost)"""
+_BACK = r"""(?:restor\w*|re-?add\w*|re-?creat\w*|re-?insert\w*|re-?writ\w*|re-?stor\w*
+  |(?:write|put|add|bring|copy|paste)\s+(?:it|them|this|these)\s+(?:back|again)|rebuild\w*)"""
+_sig(
+    "persistence.outlive_deletion",
+    rf"""\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b{_S}{{0,80}}?\b{_BACK}
+    |\b{_BACK}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b
+    |\b{_GONE}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_BACK}""",
+)
+# A setting that switches the assistant's own limits off, written as configuration with no
+# override verb at all (``guardrails: off``, ``content_policy = none``, ``mode: unrestricted``).
+# Ordinary features switched off (``telemetry: off``) and guard settings left on pass.
+_sig(
+    "injection.limits_switched_off",
+    r"""\b(?:content[_ -]?(?:filter\w*|polic\w*|moderation)|safety[_ -]?(?:filters?|checks?|layer
+      |module|rules|mode|guard\w*)?|guard[_ -]?rails?|refusals?|censor\w*|ethics?[_ -]?\w*
+      |alignment[_ -]?\w*|usage[_ -]?polic\w*|harm[_ -]?filter\w*|policy[_ -]?enforcement
+      |jailbreak[_ -]?protection)["']?\s{0,2}(?:[:=]|=>)\s{0,2}["']?
+      (?:off|disabled?|none|false|0|bypass\w*|suspended|removed|\[\]|null|waived|lifted
+        |deactivated|inactive|never|not\s+applicable)(?![\w-])
+    |\b(?:operating[_ -]?mode|assistant[_ -]?mode|persona|mode)["']?\s{0,2}(?:[:=]|=>)\s{0,2}["']?
+      (?:unrestricted|unfiltered|uncensored|jailbr\w+|no[_ -]?limits?|god[_ -]?mode|dan)\b""",
+)
 _sig(
     "persistence.guard_setting",
     r"""\b(?:set|change|turn|switch|flip|put)\b[^.\n]{0,30}?\b(?:write_approval|approvals?
@@ -537,6 +569,77 @@ _sig(
 )
 
 
+# A random-looking value assigned to a word for a secret, in any of several languages and
+# spellings (``Passwort für den Router: Xk9!mPq2``, ``contraseña = Tr4v3s!a``, ``api-key: 9f8e…``).
+# The value must look generated — long, several character classes, many distinct characters —
+# and not be a placeholder (``sk-...``, ``<your key>``, ``$TOKEN``, ``${VAR}``, ``xxxx``, ``****``,
+# ``CHANGE_ME``, an environment look-up) nor a hash or id named as such (commit, sha, uuid).
+_SECRET_WORD = re.compile(
+    r"""(?:passw(?:or)?d|passwort|kennwort|passphrase|passcode|contrase(?:ñ|n)a|clave|senha
+    |mot\s+de\s+passe|\bmdp\b|has(?:ł|l)o|wachtwoord|parola|l(?:ö|o)senord|salasana|adgangskode
+    |\bheslo|jelsz(?:ó|o)|\bşifre|\bsifre|пароль|密码|密碼|口令|パスワード|비밀번호|geheimnis
+    |token|secret|api[\s_-]?key|access[\s_-]?key|private[\s_-]?key|\bcredential|\bpwd\b
+    |\blogin\b)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_ASSIGNED = re.compile(
+    r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)|\s(?:is|ist|es|est|é|jest|är|on|er)\s)
+    [ \t]{0,3}
+    (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})""",
+    re.VERBOSE,
+)
+_NOT_SECRET = re.compile(
+    r"""^(?:x{3,}.*|\*{3,}.*|.*\.{3}.*|<.*|\{.*|\[.*|\$.*|%.*|/.*|@.*|.*[_-]?(?:here|example|placeholder)
+    |your[_-].*|change[_-]?me.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|env\[.*
+    |https?://.*|[\w.-]+@[\w.-]+\.\w+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_HASH_NAMED = re.compile(
+    r"(?:sha\d*|md5|commit|hash|checksum|digest|fingerprint|uuid|id)\W{0,3}$", re.IGNORECASE
+)
+
+
+def _generated(value: str) -> bool:
+    """Does this value look machine-generated or like a strong password rather than a word?"""
+    if len(set(value)) < 7:
+        return False
+    # Names, versions and paths ("release-2024.11", "id_ed25519.pub", "web/v2/main"): their
+    # parts are words or numbers, or they end in a file extension; generated values mix within.
+    parts = [x for x in re.split(r"[._/:\\-]+", value) if x]
+    if all(x.isalpha() or x.isdigit() for x in parts) or re.search(r"(?<!^)\.[a-z]{1,4}$", value):
+        return False
+    classes = sum(
+        (
+            any(c.isdigit() for c in value),
+            any(c.isupper() for c in value),
+            any(c.islower() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    if classes >= 3:
+        # "Inter-Regular", "Read-Only-Mode": words joined by punctuation are names, not keys.
+        return any(c.isdigit() for c in value) or len(value) >= 20
+    digits = sum(c.isdigit() for c in value)
+    return classes == 2 and len(value) >= 16 and digits >= 3 and len(value) - digits >= 6
+
+
+def _keyed_secret(cp: str, emit: Emit) -> None:
+    for word in _SECRET_WORD.finditer(cp):
+        # ``$API_KEY``, ``%TOKEN%``, ``${SECRET}``: a variable named, not a value written.
+        if re.search(r"[$%{][\w]{0,40}$", cp[max(0, word.start() - 41) : word.start()]):
+            continue
+        m = _ASSIGNED.match(cp, word.end())
+        if m is None:
+            continue
+        value = m.group("v").rstrip(".,;:)]}!")
+        if _NOT_SECRET.match(value) or not _generated(value):
+            continue
+        if _HASH_NAMED.search(cp[max(0, word.start() - 12) : word.start()]):
+            continue
+        emit("secret.keyed_value", "secret", word.start(), m.end("v"), True)
+        return
+
+
 @functools.cache
 def _gate() -> prefilter.Gate:
     return prefilter.Gate([prefilter.required(s.pattern) for s in _SIGNALS])
@@ -555,6 +658,7 @@ def run(cp: str, lc: str, emit: Emit) -> None:
                 break
     _data_to_sink(lc, emit)
     _image_beacon(cp, lc, emit)
+    _keyed_secret(cp, emit)
 
 
 def ids() -> list[str]:
@@ -562,4 +666,5 @@ def ids() -> list[str]:
         *dict.fromkeys(s.id for s in _SIGNALS),
         "exfiltration.data_to_sink",
         "exfiltration.image_beacon",
+        "secret.keyed_value",
     ]
