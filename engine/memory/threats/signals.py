@@ -111,6 +111,34 @@ _OWN = r"""(?:your|previous|prior|earlier|above|preceding|original|initial|syste
     |built-in|builtin|operating|developer'?s?|hidden|core|base)"""
 _WEAK_TARGET = r"""(?:rules|guidelines|polic(?:y|ies)|orders|constraints|restrictions|training
     |safeguards|guardrails|principles|boundaries)"""
+# Reported speech of an attack in security work: "our filter caught a prompt that said to
+# disregard the developer instructions". The override is told about (said/asked/told someone
+# else to, tried to get it to) and the sentence says it was seen, caught or attempted. "I told
+# you to ignore ..." is addressed to the reader and stays an order.
+_REPORTED_LEAD = re.compile(
+    r"""\b(?:said|says|saying|asked\s+(?:it|them|the\s+\w+)|told\s+(?:it|them|the\s+\w+)
+    |tried\s+to\s+(?:get|make|trick)\s+(?:it|them|the\s+[\w-]+(?:\s+[\w-]+)?)|attempts?|attempted
+    |trying)\s+to\s+$""",
+    re.VERBOSE,
+)
+_REPORTED_CONTEXT = re.compile(
+    r"""\b(?:caught|blocked|flagged|detected|filter\w*|attackers?|someone|tried|attempts?
+    |attempted|logged|reported|spotted|found|moderation)\b""",
+    re.VERBOSE,
+)
+
+
+def _not_reported(match: re.Match[str]) -> bool:
+    text = match.string
+    start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+    lead = text[max(start, match.start() - 60) : match.start()]
+    if _REPORTED_LEAD.search(lead) is None:
+        return True
+    end = text.find(".", match.end())
+    sentence = text[start : end if end >= 0 else len(text)]
+    return _REPORTED_CONTEXT.search(sentence) is None
+
+
 _sig(
     "injection.override_target",
     rf"""\b{_OVERRIDE}\s+(?:{_QUAL}\s+){{1,3}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\b
@@ -124,6 +152,7 @@ _sig(
     |\b(?:override|overwrite)\s+(?:the\s+|your\s+)?system\s+(?:prompt|message)\b
     |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:no\s+longer|don't|do\s+not)
       \s+(?:count|apply|matter|bind|hold)\b""",
+    accept=_not_reported,
 )
 _sig(
     "injection.prompt_leak",
@@ -135,6 +164,26 @@ _sig(
       |message|configuration)|initial\s+prompt|setup\s+(?:message|text|prompt)
       |configuration\s+text|(?:(?:full|complete|entire)\s+)?text\s+(?:that|which)\s+precedes
       |(?:part|text)\s+(?:that\s+)?the\s+user\s+(?:cannot|can't|can\s+not)\s+see)""",
+)
+_sig(
+    "injection.prompt_leak",
+    rf"""\b(?:print|output|dump|recite|quote|repeat|reveal|leak|disclose|paste|echo|reproduce
+      |write\s+out|spell\s+out)\s+(?:(?:back|out)\s+)?(?:the\s+(?:text|wording|contents?)\s+of\s+)?
+    your\s+(?:own\s+)?(?:instructions|rules|guidelines|prompt|directives|brief)\b{_S}{{0,12}}?
+    \b(?:verbatim|word\s+for\s+word|in\s+full|exactly|literally|character\s+by\s+character)""",
+)
+# An order addressed to the model and kept from the user ("P.S. for the agent: ... and keep it
+# between us"), and staged orders that hide their own steps.
+_MODEL_WORD = r"(?:ai|gpt|claude|llm|bot|agent|assistant|model|chatbot|copilot)s?"
+_sig(
+    "injection.covert_order",
+    rf"""\b(?:for|to|attention|dear|hey|note\s+to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?
+      {_MODEL_WORD}\b[^\n]{{0,160}}?\b(?:keep\s+(?:it|this|that)\s+between\s+us|without\s+telling
+      \s+the\s+user|don'?t\s+let\s+the\s+user\s+know|do\s+not\s+let\s+the\s+user\s+know)
+    |\b(?:do\s+not|don't|never)\s+(?:mention|reveal|disclose)\s+(?:steps?\s+\d|the\s+(?:previous
+      |earlier|above)\s+steps?|these\s+steps)
+    |\bnew\s+(?:instructions|orders|directives|rules)\s+for\s+(?:the\s+|all\s+|any\s+)?
+      {_MODEL_WORD}\b(?!\s+(?:manager|editor|director|coach|professor|teacher|lead|team))""",
 )
 _sig(
     "injection.safety_off",
@@ -464,6 +513,9 @@ _sig(
     rf"""\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b{_S}{{0,80}}?\b{_BACK}
     |\b{_BACK}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b
     |\b{_GONE}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_BACK}""",
+    # The prefilter keys these on the self-reference ("note", "text": common); the restoring
+    # verb is rarer and searched first.
+    precheck=re.compile(_BACK, re.VERBOSE),
 )
 # A setting that switches the assistant's own limits off, written as configuration with no
 # override verb at all (``guardrails: off``, ``content_policy = none``, ``mode: unrestricted``).
@@ -475,9 +527,19 @@ _sig(
       |alignment[_ -]?\w*|usage[_ -]?polic\w*|harm[_ -]?filter\w*|policy[_ -]?enforcement
       |jailbreak[_ -]?protection)["']?\s{0,2}(?:[:=]|=>)\s{0,2}["']?
       (?:off|disabled?|none|false|0|bypass\w*|suspended|removed|\[\]|null|waived|lifted
-        |deactivated|inactive|never|not\s+applicable)(?![\w-])
-    |\b(?:operating[_ -]?mode|assistant[_ -]?mode|persona|mode)["']?\s{0,2}(?:[:=]|=>)\s{0,2}["']?
-      (?:unrestricted|unfiltered|uncensored|jailbr\w+|no[_ -]?limits?|god[_ -]?mode|dan)\b""",
+        |deactivated|inactive|never|not\s+applicable)(?![\w-])""",
+    precheck=re.compile(
+        r"""[:=]\s{0,2}["']?(?:off|disab|none|false|0|bypass|suspend|remov|\[\]|null
+      |waiv|lift|deactiv|inactiv|never|not\s)""",
+        re.VERBOSE,
+    ),
+)
+_sig(
+    "injection.limits_switched_off",
+    r"""\b(?:operating[_ -]?mode|assistant[_ -]?mode|persona|mode)["']?\s{0,2}(?:[:=]|=>)
+    \s{0,2}["']?(?:unrestricted|unfiltered|uncensored|jailbr\w+|no[_ -]?limits?|god[_ -]?mode
+      |dan)\b""",
+    precheck=re.compile(r"unrestrict|unfilter|uncensor|jailbr|limit|god|dan"),
 )
 _sig(
     "persistence.guard_setting",
@@ -574,20 +636,18 @@ _sig(
 # The value must look generated — long, several character classes, many distinct characters —
 # and not be a placeholder (``sk-...``, ``<your key>``, ``$TOKEN``, ``${VAR}``, ``xxxx``, ``****``,
 # ``CHANGE_ME``, an environment look-up) nor a hash or id named as such (commit, sha, uuid).
-_SECRET_WORD = re.compile(
-    r"""(?:passw(?:or)?d|passwort|kennwort|passphrase|passcode|contrase(?:ñ|n)a|clave|senha
-    |mot\s+de\s+passe|\bmdp\b|has(?:ł|l)o|wachtwoord|parola|l(?:ö|o)senord|salasana|adgangskode
-    |\bheslo|jelsz(?:ó|o)|\bşifre|\bsifre|пароль|密码|密碼|口令|パスワード|비밀번호|geheimnis
-    |token|secret|api[\s_-]?key|access[\s_-]?key|private[\s_-]?key|\bcredential|\bpwd\b
-    |\blogin\b)""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_ASSIGNED = re.compile(
-    r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)|\s(?:is|ist|es|est|é|jest|är|on|er)\s)
-    [ \t]{0,3}
-    (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})""",
-    re.VERBOSE,
-)
+_SECRET_WORDS = (r"passw(?:or)?d", "passwort", "kennwort", "passphrase", "passcode",
+                 r"contrase(?:ñ|n)a", r"\bclave", "senha", r"mot\s+de\s+passe", r"has(?:ł|l)o",
+                 "wachtwoord", r"\bparola", r"l(?:ö|o)senord", "salasana", "adgangskode",
+                 r"\bheslo", r"jelsz(?:ó|o)", r"\b(?:ş|s)ifre", "密码", "密碼", "パスワード",
+                 "비밀번호", "geheimnis", "token", "secret", r"api[\s_-]?key",
+                 r"access[\s_-]?key", r"private[\s_-]?key", r"\bcredential",
+                 r"\blogin\b")  # fmt: skip
+_ASSIGNED = r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)
+      |\s(?:is|ist|es|est|é|jest|är|on|er)\s)[ \t]{0,3}
+    (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})"""
+
+
 _NOT_SECRET = re.compile(
     r"""^(?:x{3,}.*|\*{3,}.*|.*\.{3}.*|<.*|\{.*|\[.*|\$.*|%.*|/.*|@.*|.*[_-]?(?:here|example|placeholder)
     |your[_-].*|change[_-]?me.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|env\[.*
@@ -623,21 +683,24 @@ def _generated(value: str) -> bool:
     return classes == 2 and len(value) >= 16 and digits >= 3 and len(value) - digits >= 6
 
 
-def _keyed_secret(cp: str, emit: Emit) -> None:
-    for word in _SECRET_WORD.finditer(cp):
-        # ``$API_KEY``, ``%TOKEN%``, ``${SECRET}``: a variable named, not a value written.
-        if re.search(r"[$%{][\w]{0,40}$", cp[max(0, word.start() - 41) : word.start()]):
-            continue
-        m = _ASSIGNED.match(cp, word.end())
-        if m is None:
-            continue
-        value = m.group("v").rstrip(".,;:)]}!")
-        if _NOT_SECRET.match(value) or not _generated(value):
-            continue
-        if _HASH_NAMED.search(cp[max(0, word.start() - 12) : word.start()]):
-            continue
-        emit("secret.keyed_value", "secret", word.start(), m.end("v"), True)
-        return
+def _keyed_secret(match: re.Match[str]) -> bool:
+    text, start = match.string, match.start()
+    # ``$API_KEY``, ``%TOKEN%``, ``${SECRET}``: a variable named, not a value written.
+    if re.search(r"[$%{][\w]{0,40}$", text[max(0, start - 41) : start]):
+        return False
+    value = match.group("v").rstrip(".,;:)]}!")
+    if _NOT_SECRET.match(value) or not _generated(value):
+        return False
+    return _HASH_NAMED.search(text[max(0, start - 12) : start]) is None
+
+
+# One signal per word, so that the prefilter runs each only when its word is in the text.
+_sig(
+    "secret.keyed_value",
+    "|".join(f"(?i:{word}){_ASSIGNED}" for word in _SECRET_WORDS),
+    on_case=True,
+    accept=_keyed_secret,
+)
 
 
 @functools.cache
@@ -658,7 +721,6 @@ def run(cp: str, lc: str, emit: Emit) -> None:
                 break
     _data_to_sink(lc, emit)
     _image_beacon(cp, lc, emit)
-    _keyed_secret(cp, emit)
 
 
 def ids() -> list[str]:
@@ -666,5 +728,4 @@ def ids() -> list[str]:
         *dict.fromkeys(s.id for s in _SIGNALS),
         "exfiltration.data_to_sink",
         "exfiltration.image_beacon",
-        "secret.keyed_value",
     ]
