@@ -69,6 +69,10 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
             _jsonl(DATA / "dev2" / "attacks.jsonl"),
             _jsonl(DATA / "dev2" / "benign.jsonl"),
         ),
+        "dev3": (
+            _jsonl(DATA / "dev3" / "attacks.jsonl"),
+            _jsonl(DATA / "dev3" / "benign.jsonl"),
+        ),
         "post": (
             _jsonl(DATA / "post" / "attacks.jsonl"),
             _jsonl(DATA / "post" / "benign.jsonl"),
@@ -198,8 +202,9 @@ def main() -> int:
     sets = load_sets()
     for name, (attacks, benign) in sets.items():
         for label, scan in scanners:
-            # dev2 is a development test set: its misses are not shown while the scanner is tuned.
-            shown = 0 if name == "dev2" else args.show_fp
+            # dev2 and dev3 are development test sets: their misses are not shown while the
+            # scanner is tuned.
+            shown = 0 if name in ("dev2", "dev3") else args.show_fp
             print_quality(name, label, quality(scan, attacks, benign), shown)
 
     texts = [r["text"] for r in sets["held-out"][0] + sets["held-out"][1]]

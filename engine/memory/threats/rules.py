@@ -1083,7 +1083,7 @@ _rule(
 # --- secrets (case-preserving view) ----------------------------------------------------------
 
 _PLACEHOLDER_VALUE = re.compile(
-    r"""^(?:x{3,}|\*{3,}|\.{2,}|<.*|\{.*|\[.*|\$.*|%.*|!.*|&.*|@.*|~.*|/.*|\./.*|[a-z]:\\.*
+    r"""^(?:x{3,}(?:[-_.]x+)*(?:<.*)?|\*{3,}|\.{2,}|<.*|\{.*|\[.*|\$.*|%.*|!.*|&.*|@.*|~.*|/.*|\./.*|[a-z]:\\.*
     |your[_-].*|my[_-].*|changeme|change[_-]me|placeholder|redacted|none|null|nil|true|false
     |todo|tbd|required|optional|string|str|secret|password|passwd|token|api[_-]?key|example
     |dummy|test|env\b.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|environ.*

@@ -111,6 +111,34 @@ _OWN = r"""(?:your|previous|prior|earlier|above|preceding|original|initial|syste
     |built-in|builtin|operating|developer'?s?|hidden|core|base)"""
 _WEAK_TARGET = r"""(?:rules|guidelines|polic(?:y|ies)|orders|constraints|restrictions|training
     |safeguards|guardrails|principles|boundaries)"""
+# Reported speech of an attack in security work: "our filter caught a prompt that said to
+# disregard the developer instructions". The override is told about (said/asked/told someone
+# else to, tried to get it to) and the sentence says it was seen, caught or attempted. "I told
+# you to ignore ..." is addressed to the reader and stays an order.
+_REPORTED_LEAD = re.compile(
+    r"""\b(?:said|says|saying|asked\s+(?:it|them|the\s+\w+)|told\s+(?:it|them|the\s+\w+)
+    |tried\s+to\s+(?:get|make|trick)\s+(?:it|them|the\s+[\w-]+(?:\s+[\w-]+)?)|attempts?|attempted
+    |trying)\s+to\s+$""",
+    re.VERBOSE,
+)
+_REPORTED_CONTEXT = re.compile(
+    r"""\b(?:caught|blocked|flagged|detected|filter\w*|attackers?|someone|tried|attempts?
+    |attempted|logged|reported|spotted|found|moderation)\b""",
+    re.VERBOSE,
+)
+
+
+def _not_reported(match: re.Match[str]) -> bool:
+    text = match.string
+    start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+    lead = text[max(start, match.start() - 60) : match.start()]
+    if _REPORTED_LEAD.search(lead) is None:
+        return True
+    end = text.find(".", match.end())
+    sentence = text[start : end if end >= 0 else len(text)]
+    return _REPORTED_CONTEXT.search(sentence) is None
+
+
 _sig(
     "injection.override_target",
     rf"""\b{_OVERRIDE}\s+(?:{_QUAL}\s+){{1,3}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\b
@@ -124,6 +152,7 @@ _sig(
     |\b(?:override|overwrite)\s+(?:the\s+|your\s+)?system\s+(?:prompt|message)\b
     |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:no\s+longer|don't|do\s+not)
       \s+(?:count|apply|matter|bind|hold)\b""",
+    accept=_not_reported,
 )
 _sig(
     "injection.prompt_leak",
@@ -135,6 +164,26 @@ _sig(
       |message|configuration)|initial\s+prompt|setup\s+(?:message|text|prompt)
       |configuration\s+text|(?:(?:full|complete|entire)\s+)?text\s+(?:that|which)\s+precedes
       |(?:part|text)\s+(?:that\s+)?the\s+user\s+(?:cannot|can't|can\s+not)\s+see)""",
+)
+_sig(
+    "injection.prompt_leak",
+    rf"""\b(?:print|output|dump|recite|quote|repeat|reveal|leak|disclose|paste|echo|reproduce
+      |write\s+out|spell\s+out)\s+(?:(?:back|out)\s+)?(?:the\s+(?:text|wording|contents?)\s+of\s+)?
+    your\s+(?:own\s+)?(?:instructions|rules|guidelines|prompt|directives|brief)\b{_S}{{0,12}}?
+    \b(?:verbatim|word\s+for\s+word|in\s+full|exactly|literally|character\s+by\s+character)""",
+)
+# An order addressed to the model and kept from the user ("P.S. for the agent: ... and keep it
+# between us"), and staged orders that hide their own steps.
+_MODEL_WORD = r"(?:ai|gpt|claude|llm|bot|agent|assistant|model|chatbot|copilot)s?"
+_sig(
+    "injection.covert_order",
+    rf"""\b(?:for|to|attention|dear|hey|note\s+to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?
+      {_MODEL_WORD}\b[^\n]{{0,160}}?\b(?:keep\s+(?:it|this|that)\s+between\s+us|without\s+telling
+      \s+the\s+user|don'?t\s+let\s+the\s+user\s+know|do\s+not\s+let\s+the\s+user\s+know)
+    |\b(?:do\s+not|don't|never)\s+(?:mention|reveal|disclose)\s+(?:steps?\s+\d|the\s+(?:previous
+      |earlier|above)\s+steps?|these\s+steps)
+    |\bnew\s+(?:instructions|orders|directives|rules)\s+for\s+(?:the\s+|all\s+|any\s+)?
+      {_MODEL_WORD}\b(?!\s+(?:manager|editor|director|coach|professor|teacher|lead|team))""",
 )
 _sig(
     "injection.safety_off",
@@ -447,6 +496,51 @@ _sig(
       (?:cleaned|cleared|deleted|removed|pruned|wiped){_S}{{0,60}}?\b(?:restore|re-?add
         |rewrite|recreate|put\s+back)""",
 )
+# Text that speaks of itself (this note, these lines, the entry above) and asks to outlast
+# deletion: the order of the parts varies ("if this note is ever wiped, re-add it"; "restore
+# these lines whenever someone clears the memory"), so both orders are read. Upkeep of other
+# things ("restore the database if it is deleted") names no text of its own and passes.
+_SELF = r"""(?:(?:this|these|the\s+(?:above|following))\s+(?:\w+\s+){0,2}?
+  (?:notes?|entry|entries|lines?|text|rules?|instructions?|orders?|paragraphs?|messages?|blocks?|memory|directives?|sentences?
+  |records?)\b
+  |\bthe\s+(?:notes?|entry|lines?|text|paragraph|block|message|rule)\s+(?:above|below)\b)"""
+_GONE = r"""(?:delet\w*|remov\w*|eras\w*|wip\w*|clear\w*|purg\w*|prun\w*|trim\w*|drop\w*|gone
+  |missing|disappear\w*|vanish\w*|forgot\w*|reset\w*|flush\w*|lost)"""
+_BACK = r"""(?:restor\w*|re-?add\w*|re-?creat\w*|re-?insert\w*|re-?writ\w*|re-?stor\w*
+  |(?:write|put|add|bring|copy|paste)\s+(?:it|them|this|these)\s+(?:back|again)|rebuild\w*)"""
+_sig(
+    "persistence.outlive_deletion",
+    rf"""\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b{_S}{{0,80}}?\b{_BACK}
+    |\b{_BACK}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_GONE}\b
+    |\b{_GONE}\b{_S}{{0,60}}?\b{_SELF}{_S}{{0,80}}?\b{_BACK}""",
+    # The prefilter keys these on the self-reference ("note", "text": common); the restoring
+    # verb is rarer and searched first.
+    precheck=re.compile(_BACK, re.VERBOSE),
+)
+# A setting that switches the assistant's own limits off, written as configuration with no
+# override verb at all (``guardrails: off``, ``content_policy = none``, ``mode: unrestricted``).
+# Ordinary features switched off (``telemetry: off``) and guard settings left on pass.
+_sig(
+    "injection.limits_switched_off",
+    r"""\b(?:content[_ -]?(?:filter\w*|polic\w*|moderation)|safety[_ -]?(?:filters?|checks?|layer
+      |module|rules|mode|guard\w*)?|guard[_ -]?rails?|refusals?|censor\w*|ethics?[_ -]?\w*
+      |alignment[_ -]?\w*|usage[_ -]?polic\w*|harm[_ -]?filter\w*|policy[_ -]?enforcement
+      |jailbreak[_ -]?protection)["']?\s{0,2}(?:[:=]|=>)\s{0,2}["']?
+      (?:off|disabled?|none|false|0|bypass\w*|suspended|removed|\[\]|null|waived|lifted
+        |deactivated|inactive|never|not\s+applicable)(?![\w-])""",
+    precheck=re.compile(
+        r"""[:=]\s{0,2}["']?(?:off|disab|none|false|0|bypass|suspend|remov|\[\]|null
+      |waiv|lift|deactiv|inactiv|never|not\s)""",
+        re.VERBOSE,
+    ),
+)
+_sig(
+    "injection.limits_switched_off",
+    r"""\b(?:operating[_ -]?mode|assistant[_ -]?mode|persona|mode)["']?\s{0,2}(?:[:=]|=>)
+    \s{0,2}["']?(?:unrestricted|unfiltered|uncensored|jailbr\w+|no[_ -]?limits?|god[_ -]?mode
+      |dan)\b""",
+    precheck=re.compile(r"unrestrict|unfilter|uncensor|jailbr|limit|god|dan"),
+)
 _sig(
     "persistence.guard_setting",
     r"""\b(?:set|change|turn|switch|flip|put)\b[^.\n]{0,30}?\b(?:write_approval|approvals?
@@ -534,6 +628,78 @@ _sig(
     [\s:=>"'-](?P<v>[A-Za-z0-9][A-Za-z0-9_\-.+/]{19,200}={0,2})(?![\w/+])""",
     on_case=True,
     accept=_keyed_value,
+)
+
+
+# A random-looking value assigned to a word for a secret, in any of several languages and
+# spellings (``Passwort für den Router: Xk9!mPq2``, ``contraseña = Tr4v3s!a``, ``api-key: 9f8e…``).
+# The value must look generated — long, several character classes, many distinct characters —
+# and not be a placeholder (``sk-...``, ``<your key>``, ``$TOKEN``, ``${VAR}``, ``xxxx``, ``****``,
+# ``CHANGE_ME``, an environment look-up) nor a hash or id named as such (commit, sha, uuid).
+_SECRET_WORDS = (r"passw(?:or)?d", "passwort", "kennwort", "passphrase", "passcode",
+                 r"contrase(?:ñ|n)a", r"\bclave", "senha", r"mot\s+de\s+passe", r"has(?:ł|l)o",
+                 "wachtwoord", r"\bparola", r"l(?:ö|o)senord", "salasana", "adgangskode",
+                 r"\bheslo", r"jelsz(?:ó|o)", r"\b(?:ş|s)ifre", "密码", "密碼", "パスワード",
+                 "비밀번호", "geheimnis", "token", "secret", r"api[\s_-]?key",
+                 r"access[\s_-]?key", r"private[\s_-]?key", r"\bcredential",
+                 r"\blogin\b")  # fmt: skip
+_ASSIGNED = r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)
+      |\s(?:is|ist|es|est|é|jest|är|on|er)\s)[ \t]{0,3}
+    (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})"""
+
+
+_NOT_SECRET = re.compile(
+    r"""^(?:x{3,}.*|\*{3,}.*|.*\.{3}.*|<.*|\{.*|\[.*|\$.*|%.*|/.*|@.*|.*[_-]?(?:here|example|placeholder)
+    |your[_-].*|change[_-]?me.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|env\[.*
+    |https?://.*|[\w.-]+@[\w.-]+\.\w+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_HASH_NAMED = re.compile(
+    r"(?:sha\d*|md5|commit|hash|checksum|digest|fingerprint|uuid|id)\W{0,3}$", re.IGNORECASE
+)
+
+
+def _generated(value: str) -> bool:
+    """Does this value look machine-generated or like a strong password rather than a word?"""
+    if len(set(value)) < 7:
+        return False
+    # Names, versions and paths ("release-2024.11", "id_ed25519.pub", "web/v2/main"): their
+    # parts are words or numbers, or they end in a file extension; generated values mix within.
+    parts = [x for x in re.split(r"[._/:\\-]+", value) if x]
+    if all(x.isalpha() or x.isdigit() for x in parts) or re.search(r"(?<!^)\.[a-z]{1,4}$", value):
+        return False
+    classes = sum(
+        (
+            any(c.isdigit() for c in value),
+            any(c.isupper() for c in value),
+            any(c.islower() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    if classes >= 3:
+        # "Inter-Regular", "Read-Only-Mode": words joined by punctuation are names, not keys.
+        return any(c.isdigit() for c in value) or len(value) >= 20
+    digits = sum(c.isdigit() for c in value)
+    return classes == 2 and len(value) >= 16 and digits >= 3 and len(value) - digits >= 6
+
+
+def _keyed_secret(match: re.Match[str]) -> bool:
+    text, start = match.string, match.start()
+    # ``$API_KEY``, ``%TOKEN%``, ``${SECRET}``: a variable named, not a value written.
+    if re.search(r"[$%{][\w]{0,40}$", text[max(0, start - 41) : start]):
+        return False
+    value = match.group("v").rstrip(".,;:)]}!")
+    if _NOT_SECRET.match(value) or not _generated(value):
+        return False
+    return _HASH_NAMED.search(text[max(0, start - 12) : start]) is None
+
+
+# One signal per word, so that the prefilter runs each only when its word is in the text.
+_sig(
+    "secret.keyed_value",
+    "|".join(f"(?i:{word}){_ASSIGNED}" for word in _SECRET_WORDS),
+    on_case=True,
+    accept=_keyed_secret,
 )
 
 

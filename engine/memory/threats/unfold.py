@@ -19,6 +19,8 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
+from engine.memory.threats import decoders
+
 # Views are rescanned; a hostile entry must not turn that into unbounded work.
 _MAX_VIEWS = 8
 _MAX_VIEW_CHARS = 8192
@@ -379,6 +381,12 @@ def views(text: str) -> list[View]:
         *_encoded_views(text),
         *_rearranged_views(text),
     ]
+    # Further disguises (:mod:`.decoders`), each behind its own cheap gate, kept when the
+    # decoding reads as more English than the text did.
+    seen = {view.text for view in found}
+    for how, decoded in decoders.candidates(text, _LEET_WORDS):
+        if decoded not in seen and _english(decoded) >= max(2, _english(text) + 2):
+            found.append(View(how, decoded, 0, len(text)))
     out = []
     for view in found[:_MAX_VIEWS]:
         if view.text and view.text != text:
