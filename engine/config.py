@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -239,7 +241,24 @@ class SkillsConfig(_Section):
     propose_after_tool_calls: int = Field(default=5, ge=0)
 
 
+FileStamp = tuple[int, int, int] | None  # inode, size, mtime_ns; None: no file
+
+
+def file_stamp(home: Home) -> FileStamp:
+    """config.yaml's identity, one ``stat``: it changes when the file is written."""
+    try:
+        info = os.stat(home.config_file)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 class Config(_Section):
+    # The file's identity just before this config was read from it (see load_config): a
+    # follower of the file compares with it, so a write between the read and the follower's
+    # start is not missed. Unset for a config made in code.
+    _read_stamp: FileStamp = PrivateAttr(default=None)
+    _from_file: bool = PrivateAttr(default=False)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     display: DisplayConfig = Field(default_factory=DisplayConfig)
@@ -366,8 +385,10 @@ def config_warnings(raw: dict[str, Any]) -> list[str]:
 
 def load_config(home: Home) -> Config:
     path = home.config_file
+    stamp = file_stamp(home)  # before the read: a write after it shows as a change
     raw = _read_raw(path)
     config = _validate(raw, path)
+    config._read_stamp, config._from_file = stamp, True
     for warning in config_warnings(raw):
         log.warning("%s: %s", path, warning)
     return config

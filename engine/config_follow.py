@@ -9,22 +9,11 @@ write, one ``stat``; only when it changed is the file read again.
 from __future__ import annotations
 
 import logging
-import os
 
-from engine.config import Config, ConfigError, load_config
+from engine.config import Config, ConfigError, file_stamp, load_config
 from engine.home import Home
 
 log = logging.getLogger(__name__)
-
-_Stamp = tuple[int, int, int] | None
-
-
-def _stamp(home: Home) -> _Stamp:
-    try:
-        info = os.stat(home.config_file)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 class FollowedConfig:
@@ -34,10 +23,12 @@ class FollowedConfig:
     def __init__(self, home: Home, config: Config) -> None:
         self.home = home
         self._config = config
-        self._stamp = _stamp(home)
+        # The file as it was when ``config`` was read from it: a write since (another
+        # process, between that read and now) is seen at the first ``current()``.
+        self._stamp = config._read_stamp if config._from_file else file_stamp(home)
 
     def current(self) -> Config:
-        stamp = _stamp(self.home)
+        stamp = file_stamp(self.home)
         if stamp != self._stamp:
             self._stamp = stamp
             try:
@@ -49,4 +40,4 @@ class FollowedConfig:
     def replace(self, config: Config) -> None:
         """Cairn wrote the file itself: take its config and the file as it is now."""
         self._config = config
-        self._stamp = _stamp(self.home)
+        self._stamp = file_stamp(self.home)

@@ -33,6 +33,21 @@ def test_memory_approval_turned_on_in_a_terminal_stages_the_next_write(
     assert kept["status"] == "staged", "an invalid edit keeps the last good setting"
 
 
+def test_a_switch_written_between_reading_the_config_and_starting_the_service_is_seen(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent reads config.yaml, then builds its memory service, which noted the file's
+    identity only then: `cairn memory approval on` typed in between was never seen (the
+    window missed it while it opened). The identity is now taken before the read."""
+    update_config(home, {"memory": {"write_approval": False}})
+    config = load_config(home)  # the agent, starting
+    assert cli.main(["memory", "approval", "on", "--home", str(home.root)]) == 0
+    capsys.readouterr()
+    service = MemoryService(home, config)  # built from the config read before the switch
+    staged = service.write(Target.MEMORY, [{"action": "add", "content": "a"}])
+    assert staged["status"] == "staged"
+
+
 def test_skills_approval_turned_on_while_running_stages_the_next_skill_write(home: Home) -> None:
     manager = SkillManager(home, Config(), author="agent")
     create = {"action": "create", "name": "one", "description": "d", "body": "Steps."}
