@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import QTimer
+
 from app import state
 from app.ops import OpRunner, Refresher, error_result
 from app.state import ChangeSet
@@ -148,5 +150,14 @@ def bind_journey(runner: OpRunner, view: JourneyView) -> Refresher[ChangeSet]:
 def start(runner: OpRunner) -> None:
     """Open the home: memory first (the panel need not wait for the model), then the agent.
     The agent's failure is the worker's ``failed`` signal; memory's is said by the agent's."""
-    runner.run(lambda w: w.open_memory(), initiator="start").failure(lambda _exc: None)
-    runner.run(lambda w: w.open_agent(), initiator="start")
+
+    def open_agent(*_: object) -> None:
+        runner.run(lambda w: w.open_agent(), initiator="start")
+
+    # The agent is asked for only once memory's change set has gone out (a zero timer runs
+    # after it), so the views' reads of memory queue on the engine thread before the agent
+    # opens, which can take seconds (the model's SDK, the server's window): submitted at
+    # once, the panel waited for the agent.
+    runner.run(lambda w: w.open_memory(), initiator="start").success(
+        lambda _r: QTimer.singleShot(0, open_agent)
+    ).failure(open_agent)

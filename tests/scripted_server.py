@@ -103,10 +103,14 @@ class ScriptedServer:
         port: int = 0,
         props: dict[str, Any] | None = None,
         advertise_window: bool = True,
+        info_delay: float = 0.0,
     ) -> None:
         """``port`` 0 picks a free one (a test restarting "the same server" passes the
         first one's); ``props`` replaces llama.cpp's ``/props`` answer; with
-        ``advertise_window`` False the server says nothing of its window (as cloud APIs)."""
+        ``advertise_window`` False the server says nothing of its window (as cloud APIs);
+        ``info_delay`` seconds pass before ``/models`` and ``/props`` answer (a server still
+        loading its model when the client starts)."""
+        self.info_delay = info_delay
         self.model = model
         self.context_length = context_length
         self.props = props
@@ -182,6 +186,8 @@ class ScriptedServer:
             def do_GET(self) -> None:
                 with server._lock:
                     server.requests.append({"_path": self.path, "_method": "GET"})
+                if server.info_delay and self.path.rstrip("/").endswith(("/models", "/props")):
+                    time.sleep(server.info_delay)
                 if self.path.rstrip("/").endswith("/models"):
                     entry: dict[str, Any] = {
                         "id": server.model,

@@ -284,3 +284,32 @@ def test_regenerate_asks_again_without_the_first_answer(
         "The capital is Canberra.",
     ]
     window.close()
+
+
+def test_memory_is_on_screen_before_a_slow_model_server_answers(qtbot: QtBot, home: Home) -> None:
+    """The memory panel waited for the agent to open, and the agent waits for the model
+    server's window (a llama-server still loading answers `/props` late): "Opening the
+    home…" stayed up for seconds. Memory is now read before the agent opens."""
+    from engine.config import update_config
+
+    server = ScriptedServer(info_delay=4.0).start()
+    try:
+        # No context_length: the window is asked of the server at start, as with llama.cpp.
+        update_config(
+            home,
+            {"model": {"provider": "openai", "base_url": server.url, "model": server.model}},
+        )
+        home.memories_dir.mkdir(parents=True, exist_ok=True)
+        (home.memories_dir / "MEMORY.md").write_text("Deploys on Tuesdays", encoding="utf-8")
+        window = MainWindow(home)
+        qtbot.addWidget(window)
+        started = time.monotonic()
+        with qtbot.waitSignal(window.memoryShown, timeout=15_000):
+            window.show()
+        shown_after = time.monotonic() - started
+        assert entries_shown(window, "memory") == ["Deploys on Tuesdays"]
+        assert window.worker.agent is None, f"memory waited for the agent ({shown_after:.1f} s)"
+        qtbot.waitUntil(lambda: window.worker.agent is not None, timeout=20_000)
+        window.close()
+    finally:
+        server.stop()
