@@ -737,22 +737,34 @@ class Agent:
             # A crash between a call and its result left calls unanswered: answer them, so
             # the continued conversation is one every server accepts.
             carried.extend(_unanswered(carried))
+            # The child is written whole before anything is switched: if that fails, the
+            # conversation in progress goes on as it was.
+            before, budget_before = self.memory_at_start, self.budget
+            child_id = uuid.uuid4().hex
+            try:
+                prompt = self._build_prompt()
+                child = self.store.create_session(
+                    session_id=child_id,
+                    source=self.source,
+                    title=info.title,
+                    model=self._model_name(),
+                    system_prompt=prompt.text,
+                    parent_session_id=info.id,
+                )
+                self.store.append(child_id, [_stored(m) for m in carried])
+            except Exception:
+                self.memory_at_start, self.budget = before, budget_before
+                with contextlib.suppress(Exception):
+                    self.store.delete_session(child_id)
+                raise
             if self.session is not None:
                 self.store.end_session(self.session_id, "new_session")
                 if self.external_memory is not None:
                     self.external_memory.session_ended(self.messages)
-            self.prompt = self._build_prompt()
-            self._new_session_id(parent=info.id)
-            self.session = self.store.create_session(
-                session_id=self.session_id,
-                source=self.source,
-                title=info.title,
-                model=self._model_name(),
-                system_prompt=self.prompt.text,
-                parent_session_id=info.id,
-            )
-            self.store.append(self.session_id, [_stored(m) for m in carried])
-            self.messages = carried
+            self.session_id, self.parent_session_id = child_id, info.id
+            self.memory.session_id = child_id
+            self.search_tool.current_session_id = child_id
+            self.session, self.prompt, self.messages = child, prompt, carried
             self.user_turns = 0  # turns of this session: the review's interval starts again
         finally:
             self._busy.release()
