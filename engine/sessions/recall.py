@@ -30,7 +30,7 @@ import heapq
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy import bindparam, text
@@ -237,16 +237,31 @@ class Recall:
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
         forms = self._forms(question)
         walks = self._walks(question, forms, bool(filters.roles))
+        return self._in_rounds(
+            question,
+            filters,
+            limit,
+            lambda round_filters: self._round(question, forms, walks, round_filters, limit),
+        )
+
+    @staticmethod
+    def _in_rounds(
+        question: Question,
+        filters: Filters,
+        limit: int,
+        one_round: Callable[[Filters], Iterable[Ranked]],
+    ) -> list[Ranked]:
+        """The best conversations, one card per lineage: with a time span in the question,
+        the span first, then the rest of the history to fill up to the limit."""
         out: list[Ranked] = []
         seen: set[str] = set()
         rounds = [filters]
         if question.span is not None:
             since = max(filters.since or -math.inf, question.span.since)
             until = min(filters.until or math.inf, question.span.until)
-            # The span first, then the rest of the history to fill up to the limit.
             rounds = [replace(filters, since=since, until=until), filters]
         for round_filters in rounds:
-            for ranked in self._round(question, forms, walks, round_filters, limit):
+            for ranked in one_round(round_filters):
                 if ranked.hit.root_session_id not in seen:
                     seen.add(ranked.hit.root_session_id)
                     out.append(ranked)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from dataclasses import replace
 
 from sqlalchemy import Connection, text
 
@@ -88,21 +87,12 @@ class PostgresRecall(Recall):
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
         forms = self._forms(question)
         queries = [_tsquery(c) for c in question.concepts]
-        out: list[Ranked] = []
-        seen: set[str] = set()
-        rounds = [filters]
-        if question.span is not None:
-            since = max(filters.since or -math.inf, question.span.since)
-            until = min(filters.until or math.inf, question.span.until)
-            rounds = [replace(filters, since=since, until=until), filters]
-        for round_filters in rounds:
-            for ranked in self._pg_round(question, forms, queries, round_filters, limit):
-                if ranked.hit.root_session_id not in seen:
-                    seen.add(ranked.hit.root_session_id)
-                    out.append(ranked)
-            if len(out) >= limit:
-                break
-        return out[:limit]
+        return self._in_rounds(
+            question,
+            filters,
+            limit,
+            lambda round_filters: self._pg_round(question, forms, queries, round_filters, limit),
+        )
 
     def _matches(
         self, tsquery: str, filters: Filters, share: int
