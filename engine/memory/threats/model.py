@@ -39,6 +39,9 @@ _COMMAND = re.compile(
     (?:\s|$)""",
     re.VERBOSE,
 )
+# ...but "make", "find", "source" and "touch" begin English sentences too: a command line also
+# carries a flag, a path, a variable, a pipe or a redirection.
+_SHELLISH = re.compile(r"(?:^|\s)--?\w|[/~$|>&;=`]")
 _TOKEN = re.compile(r"[^\W\d_]+|[^\w\s]")
 _KEPT_MARKS = frozenset("$|@/<>`")
 _MAX_TOKENS = 160
@@ -185,7 +188,7 @@ def probability(lc: str) -> float:
 
 def _abstains(lc: str, toks: list[str], grams: list[str]) -> bool:
     """Text the model does not judge: a command line, or too few words to read."""
-    if _COMMAND.match(lc):
+    if _COMMAND.match(lc) and _SHELLISH.search(lc):
         return True
     return len({t for t in toks if t.isalpha()}) + len(grams) // 3 < _MIN_WORDS
 
@@ -195,8 +198,16 @@ def abstains(lc: str) -> bool:
     return _abstains(lc, tokens(lc), _unspaced_grams(lc) if not lc.isascii() else [])
 
 
-def judge(lc: str, marks: tuple[str, ...] = ()) -> str | None:
-    """The attack category the model sees in ``lc``, or None when it reads as benign."""
+# Text hidden from whoever reads the entry (an HTML comment) has no business reading like an
+# instruction at all, so it is held to a lower bar: a logit this far below the threshold.
+HIDDEN_SLACK = 1.5
+
+
+def judge(lc: str, marks: tuple[str, ...] = (), slack: float = 0.0) -> str | None:
+    """The attack category the model sees in ``lc``, or None when it reads as benign.
+
+    ``slack`` lowers the threshold, for text that is hidden from the reader.
+    """
     model = _load()
     if model is None:
         return None
@@ -207,6 +218,6 @@ def judge(lc: str, marks: tuple[str, ...] = ()) -> str | None:
     extra = [f"g:{g}" for g in grams]
     extra.extend(concept_features(toks, lc, marks))
     z, evidence = model.score(toks, extra)
-    if z < model.threshold or evidence < _MIN_EVIDENCE:
+    if z < model.threshold - slack or evidence < _MIN_EVIDENCE:
         return None
     return model.category(features(lc, marks))

@@ -558,10 +558,15 @@ _rule(
 )
 # "Don't tell the user the ending of the book" withholds a spoiler: what is kept back is named
 # and it is not the assistant's own instructions.
+# What is kept from the user: a story's ending, or "how the film ends", is content (a spoiler);
+# the agent's own instructions, changes or what happens to the user's data are not.
 _WITHHELD_CONTENT = re.compile(
-    r"""\s{1,3}(?:the|a|an|his|her|their|its|any)\s+
+    r"""\s{1,3}(?:(?:how|what|who|where|when|whether|which|why)\s+)?
+    (?:the|a|an|his|her|their|its|any)\s+
     (?!(?:\w+\s+)?(?:instructions?|notes?|entry|entries|memory|memories|rules?|prompt|messages?
-      |directives?|changes?|truth|real|hidden|secret|above|following|orders?)\b)""",
+      |directives?|changes?|truth|real|hidden|secret|above|following|orders?|data|conversations?
+      |chats?|history|keys?|passwords?|credentials?|tokens?|files?|requests?|uploads?|links?|urls?
+      |e-?mails?|agent|assistant|model|ai|bot|scanner)\b)""",
     re.VERBOSE,
 )
 
@@ -1024,6 +1029,9 @@ _rule(
     (?:entry|entries|memory|memories|instruction|instructions|rule|rules|note|notes|directive)\b
     |\b(?:this|these)\s+(?:instructions?|rules?|directives?|entry|note)\s+(?:must|should|shall
       |will)\s+(?:persist|survive|remain|stay|be\s+permanent|apply\s+to\s+all\s+future)\b
+    # "...should stay until the migration is done" sets its own end: not a bid to outlive.
+    (?!\s+(?:(?:until|till)(?!\s+(?:the\s+end\s+of\s+time|forever|eternity))|through|during
+      |while|for\s+(?:now|the\s+next|a\s+(?:week|month|day)|\d)))
     |\b(?:keep|remember|store|save|persist|apply)\s+(?:this|these|the)\s+(?:instructions?|rules?
       |directives?|orders?)\s+(?:[\w-]{1,20}\s+){0,3}?(?:forever|permanently|indefinitely
       |(?:in|for)\s+(?:every|each|all)\s+(?:future\s+)?(?:sessions?|conversations?)
@@ -1369,25 +1377,27 @@ def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: i
 
 
 def _html_comments(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
+    # A comment that never closes hides everything after it from the reader. A closed one is
+    # judged by what it says (pipeline.hidden_comments): notes to other maintainers are common.
+    start = norm.lc.rfind("<!--")
+    if start >= 0 and norm.lc.find("-->", start + 4) < 0:
+        s, e = _span(norm.lc_map, start, len(norm.lc))
+        emit("injection.hidden_comment", "injection", s, e)
+
+
+def closed_comments(lc: str) -> Iterator[tuple[int, int, int, int]]:
+    """(start, end, content start, content end) of each closed HTML comment in ``lc``."""
     # str.find instead of a regex: thousands of unclosed "<!--" must stay linear.
-    text = norm.lc
     pos = 0
-    count = 0
-    while count < _MAX_PER_ID:
-        start = text.find("<!--", pos)
+    for _ in range(_MAX_PER_ID):
+        start = lc.find("<!--", pos)
         if start < 0:
             return
-        close = text.find("-->", start + 4)
-        end = len(text) if close < 0 else close + 3
-        # A tool directive such as <!-- prettier-ignore --> is a harmless thing to remember;
-        # a comment that says something (or never closes) hides text from the reader.
-        if close < 0 or len(text[start + 4 : close].split()) >= 3:
-            s, e = _span(norm.lc_map, start, end)
-            emit("injection.hidden_comment", "injection", s, e)
-            count += 1
+        close = lc.find("-->", start + 4)
         if close < 0:
             return
-        pos = end
+        yield start, close + 3, start + 4, close
+        pos = close + 3
 
 
 def _forged_marker(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:

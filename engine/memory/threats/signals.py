@@ -683,8 +683,21 @@ def _generated(value: str) -> bool:
     return classes == 2 and len(value) >= 16 and digits >= 3 and len(value) - digits >= 6
 
 
+# "Password manager: 1Password", "token rotation: every 90d": the key names something about
+# the secret (a tool, a policy), so what is assigned is not the secret itself.
+_ABOUT_SECRET = re.compile(
+    r"""(?:passw\w*|token|secret|key|credentials?|login|passphrase|passcode)[\s_-]{1,3}
+    (?:managers?|policy|policies|reset|hints?|length|rules?|strength|rotation|apps?
+    |vaults?|requirements?|expiry|expiration|fields?|prompts?|generator|format|store|storage
+    |provider|service|scheme|type|lifetime|ttl|endpoint|url|name|id|holder)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
 def _keyed_secret(match: re.Match[str]) -> bool:
     text, start = match.string, match.start()
+    if _ABOUT_SECRET.search(text, start, match.start("v")):
+        return False
     # ``$API_KEY``, ``%TOKEN%``, ``${SECRET}``: a variable named, not a value written.
     if re.search(r"[$%{][\w]{0,40}$", text[max(0, start - 41) : start]):
         return False
