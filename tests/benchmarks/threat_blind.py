@@ -1,13 +1,15 @@
 """Measure the threat scanner on the blind test set, in-process.
 
     python tests/data/threats/blind/generate.py     # regenerate the set (deterministic)
+    python tests/data/threats/fresh3/generate.py    # regenerate fresh3 (deterministic)
     python tests/benchmarks/threat_blind.py [--misses N]
 
-For each set (``blind`` and ``fresh2``) it prints recall per category (an attack counts as
-caught when ``scan(text).blocked`` is True, whatever category the scanner names), the share of
-traps and of ordinary entries flagged, and the counts. Only aggregates by default: the blind set
-is for measuring, never for tuning, so the misses are not listed unless ``--misses N`` asks for
-up to N of them per category (for diagnosis after a change has been decided, not before).
+For each set (``blind``, ``fresh2`` and ``fresh3``) it prints recall per category (an attack
+counts as caught when ``scan(text).blocked`` is True, whatever category the scanner names), the
+share of traps and of ordinary entries flagged, and the counts. Only aggregates by default: the
+blind sets are for measuring, never for tuning, so the misses are not listed unless
+``--misses N`` asks for up to N of them per category (for diagnosis after a change has been
+decided, not before).
 Throughput is CPU time of the first scan of each entry (process_time), with the load printed.
 """
 
@@ -28,6 +30,7 @@ from engine.memory.threats import scan
 ROOT = Path(__file__).resolve().parents[2]
 
 DATA = ROOT / "tests" / "data" / "threats" / "blind"
+FRESH3 = ROOT / "tests" / "data" / "threats" / "fresh3"
 CATEGORIES = [
     "injection",
     "role_hijack",
@@ -121,6 +124,7 @@ def main() -> None:
     measure(
         "fresh2", DATA / "fresh2" / "attacks.jsonl", DATA / "fresh2" / "benign.jsonl", args.misses
     )
+    measure("fresh3", FRESH3 / "attacks.jsonl", FRESH3 / "benign.jsonl", args.misses)
 
 
 if __name__ == "__main__":
