@@ -209,11 +209,13 @@ def main() -> int:
 
     texts = [r["text"] for r in sets["held-out"][0] + sets["held-out"][1]]
     cpu: dict[str, float] = Counter()
+    fastest: dict[str, float] = {}
     walls: dict[str, list[float]] = {label: [] for label, _ in scanners}
     for _ in range(args.rounds):
         for label, scan in scanners:
             spent, samples = throughput(scan, texts)
             cpu[label] += spent
+            fastest[label] = min(fastest.get(label, spent), spent)
             walls[label].extend(samples)
     print(f"speed: {len(texts)} held-out entries (mean {sum(map(len, texts)) / len(texts):.0f} "
           f"chars) x {args.rounds} interleaved rounds, cache bypassed")  # fmt: skip
@@ -222,8 +224,10 @@ def main() -> int:
         p50 = ordered[len(ordered) // 2] * 1000
         p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000
         rate = len(texts) * args.rounds / cpu[label]
-        print(f"  {label:<22} {rate:>9,.0f} entries/s  CPU p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
-              f"max {ordered[-1] * 1000:.2f} ms")  # fmt: skip
+        # The least loaded round is the nearest to a quiet machine: other work only adds time.
+        best = len(texts) / fastest[label]
+        print(f"  {label:<22} {rate:>9,.0f} entries/s (best round {best:,.0f})  CPU p50 "
+              f"{p50:.3f} ms  p99 {p99:.3f} ms  max {ordered[-1] * 1000:.2f} ms")  # fmt: skip
     entry, big = _entry_2000(sets["train"][1]), _adversarial_64k()
     for name, text, runs in (("2,000-char entry", entry, 50), ("64 KB adversarial", big, 3)):
         for label, scan in scanners:

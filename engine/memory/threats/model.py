@@ -178,6 +178,12 @@ def _load() -> _Model | None:
         return None
 
 
+def vocabulary() -> frozenset[str]:
+    """The words the model has a weight for (empty when the weights cannot be read)."""
+    loaded = _load()
+    return frozenset(w for w in loaded.uni if w.isalpha()) if loaded is not None else frozenset()
+
+
 def probability(lc: str) -> float:
     model = _load()
     if model is None:

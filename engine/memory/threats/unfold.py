@@ -15,11 +15,13 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import re
+import string
 import urllib.parse
 from dataclasses import dataclass
 
-from engine.memory.threats import decoders
+from engine.memory.threats import decoders, model
 
 # Views are rescanned; a hostile entry must not turn that into unbounded work.
 _MAX_VIEWS = 8
@@ -38,6 +40,7 @@ HOWS = (
     "morse",
     "url_encoding",
     "rot13",
+    "caesar",
     "reversed",
 )
 
@@ -168,7 +171,9 @@ def _readable(decoded: str) -> bool:
     if printable < 0.95 * len(decoded):
         return False
     letters = sum(1 for c in decoded if c.isalpha() or c == " ")
-    return letters >= 0.6 * len(decoded) and _english(decoded) >= 2
+    # A terse order ("disable memory write approval") has no function words; words the scanner
+    # knows count as well.
+    return letters >= 0.6 * len(decoded) and (_english(decoded) >= 2 or _known(decoded) >= 3)
 
 
 # --- padding and variation selectors ----------------------------------------------------------
@@ -370,7 +375,61 @@ def _rearranged_views(text: str) -> list[View]:
     for how, candidate in (("rot13", codecs.encode(text, "rot13")), ("reversed", text[::-1])):
         if _english(candidate) >= max(3, plain + 2):
             views.append(View(how, candidate, 0, len(text)))
+    if not views:
+        views.extend(_caesar_views(text))
     return views
+
+
+_LOWER = string.ascii_lowercase
+_SHIFTS = tuple(
+    str.maketrans(
+        _LOWER + _LOWER.upper(), _LOWER[k:] + _LOWER[:k] + (_LOWER[k:] + _LOWER[:k]).upper()
+    )
+    for k in range(1, 26)
+)
+
+
+@functools.cache
+def _vocabulary() -> frozenset[str]:
+    """Words the scanner knows: the instruction words above and every longer word the model was
+    trained on (attack and benign alike), so that a decoding can be told from noise."""
+    return _LEET_WORDS | frozenset(w for w in model.vocabulary() if len(w) >= 4 and w.isascii())
+
+
+def _known(text: str) -> int:
+    vocab = _vocabulary()
+    return sum(1 for w in _WORD.findall(text.lower()) if w in vocab)
+
+
+def _caesar_views(text: str) -> list[View]:
+    # ROT13 is one of 25 shifts; "uhvsrqg zlwkrxw vdihwb" is ROT3. Trying all 25 would cost more
+    # than the rest of the scan, so the shifts tried are those that turn the text's commonest
+    # letters into English's commonest (e, t, a, o), and one is kept when most of its words
+    # become words the scanner knows.
+    plain = _known(text)
+    if plain * 3 >= len(_WORD.findall(text.lower())):
+        return []  # it reads already
+    lower = text.lower()
+    counts = sorted(((lower.count(c), c) for c in set(lower) if "a" <= c <= "z"), reverse=True)
+    letters = sum(n for n, _ in counts)
+    if letters < 12 or letters < 0.6 * len(text.replace(" ", "")):
+        return []
+    shifts = dict.fromkeys(
+        (ord(target) - ord(c)) % 26
+        for (_n, c), targets in zip(counts[:2], ("etao", "et"), strict=False)
+        for target in targets
+    )
+    best, best_known = "", plain
+    for k in shifts:
+        if k == 0 or k == 13:  # unshifted, and ROT13 which is tried with its own name
+            continue
+        candidate = text.translate(_SHIFTS[k - 1])
+        known = _known(candidate)
+        if known > best_known:
+            best, best_known = candidate, known
+    if best and best_known >= max(3, 2 * plain + 2):
+        return [View("caesar", best, 0, len(text))]
+    return []
 
 
 def views(text: str) -> list[View]:
