@@ -1477,9 +1477,9 @@ def _base64_blobs(norm: _Norm, budget: _Budget, collector: _Collector) -> None:
             return
         inner = rescan(decoded, budget.nested())
         if not inner:
-            # Sentences hidden in base64 have no business in a memory entry, whatever they
-            # say: prose is written as prose. Short decodes (ids, keys) pass.
-            if len(decoded.split()) >= 4:
+            # Sentences hidden in base64 are held to the bar for hidden text: one that reads
+            # like an order at all is blocked. Short decodes (ids, keys) pass.
+            if len(decoded.split()) >= 4 and reads_as_order(_normalise(decoded).lc):
                 collector.add("obfuscation.encoded_prose", "obfuscation", s, e, layer="normalise")
             continue
         collector.add("obfuscation.base64", "obfuscation", s, e, layer="normalise")
@@ -1601,6 +1601,15 @@ def _scan_findings(text: str, budget: _Budget) -> list[Finding]:
 # Decoded payloads are scanned again by the whole scanner, not only by these rules; the
 # pipeline installs itself here when it is imported.
 rescan: Callable[[str, _Budget], list[Finding]] = _scan_findings
+
+
+def _any_hidden_prose_is_an_order(lc: str) -> bool:
+    return True
+
+
+# Whether hidden text reads like an order (pipeline.reads_as_order, installed the same way);
+# until the pipeline is imported, any hidden prose counts as one.
+reads_as_order: Callable[[str], bool] = _any_hidden_prose_is_an_order
 
 
 def rule_ids() -> Iterator[str]:

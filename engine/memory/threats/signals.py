@@ -299,7 +299,10 @@ _DATA = re.compile(
       |message)\s+history|messages?|memory\s+entries|memories|saved\s+memor\w+|api\s+keys?|keys
       |tokens|credentials?|passwords?|secrets|environment(?:\s+variables)?|env\s+vars?
       |system\s+prompt|clipboard|keystrokes|personal\s+(?:data|info\w*)|address\s+book|contacts
-      |what\s+the\s+user\s+(?:typed|said|wrote|asked)|session\s+tokens?)\b
+      |what\s+the\s+user\s+(?:typed|said|wrote|asked)|session\s+tokens?
+      # what the agent keeps ("the stored notes", "your files"), not "the meeting notes"
+      |(?:stored|saved|your|remembered|cached|all\s+(?:the|your))\s+(?:notes|files|documents
+        |records|data|entries|logs))\b
       (?!\s{0,2}[:=][^/])  # a key named "message" or "tokens" is a field, not data being moved
     |\$\(\s{0,2}(?:env|printenv)\s{0,2}\)|\bos\.environ\b|\bprocess\.env\b""",
     re.VERBOSE,
