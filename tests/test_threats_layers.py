@@ -124,6 +124,17 @@ NEAR_MISSES = [
     ("Don't tell the user how the film ends.", "Don't tell the user where the conversation goes."),
     # A tool for passwords named under "password" is not a password.
     ("Password manager: 1Password; the vault is shared.", "wifi password: Xk9!mPq2zz"),
+    # A key format shown with filler, or a provider's documented sample said to be one, is
+    # not a key; the same shape with random characters is.
+    (
+        "GitHub tokens look like ghp_" + "x" * 36,
+        "GITHUB_TOKEN=ghp_dAimm5fmGA2p2Sdybgqmg8c6963KQM73MZxrV",
+    ),
+    ("The AWS docs' example key is AKIAIOSFODNN7EXAMPLE.", "AWS key AKIA4QXNZ7W3KD2M5RTY"),
+    (
+        "Docs sample: aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
 ]
 
 
