@@ -3,8 +3,11 @@
 Run as ``python tests/data/threats/train/train_model.py`` (after ``generate.py``). Deterministic:
 full-batch gradient descent from zero weights, no random state. It reads only training data —
 ``tests/data/threats/attacks.jsonl`` and ``benign.txt`` (the hand-written corpus), the generated
-``train/attacks.jsonl`` and ``train/benign.jsonl``, and sentences from the docstrings of a fixed
-list of standard-library modules as broad ordinary prose — never the held-out or fresh sets.
+``train/attacks.jsonl`` and ``train/benign.jsonl``, the development sets whose misses were
+studied while the rules were written (``dev2``, ``dev3``, ``post``, ``fresh``: as training data
+they carry phrasings and traps the generated set lacks), and sentences from the docstrings of a
+fixed list of standard-library modules as broad ordinary prose — never the held-out set, the
+blind set or ``fresh3``.
 
 Two models are fitted on the features of ``engine.memory.threats.model.features``: a binary
 logistic regression (attack or not) whose decision threshold sits a margin above every
@@ -32,6 +35,7 @@ if str(ROOT) not in sys.path:
 from engine.memory.threats import carriers, model, rules  # noqa: E402
 
 CATEGORY = {"role_hijack": "injection"}
+DEV_SETS = ("dev2", "dev3", "post", "fresh")
 STDLIB = [
     "json",
     "os",
@@ -97,7 +101,10 @@ PRUNE = 0.02
 MARGIN = 0.3
 TOP_NEGATIVES = 12
 CALIBRATE_EVERY = 5
-CALIBRATION_BUDGET = 0.0
+# One unseen benign statement in a hundred may score above the threshold (the goal for traps is
+# <= 1 %): with none allowed, a single hard trap held back for calibration ("Training slide:
+# examples of exfiltration include...") lifted the threshold from 2.0 to 5.7 and halved recall.
+CALIBRATION_BUDGET = 0.01
 THRESHOLD_FLOOR = 2.0
 
 
@@ -132,14 +139,18 @@ def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     # Secrets and invisible characters are matters of format, which the other layers judge
     # exactly; as words they teach the model only that digits or the benign cover sentence of
     # a smuggled payload are suspicious.
+    dev = [DATA / name for name in DEV_SETS]
     attacks = [
         a
-        for a in _jsonl(DATA / "attacks.jsonl") + _jsonl(HERE / "attacks.jsonl")
+        for a in _jsonl(DATA / "attacks.jsonl")
+        + _jsonl(HERE / "attacks.jsonl")
+        + [a for d in dev for a in _jsonl(d / "attacks.jsonl")]
         if a["category"] not in ("secret", "invisible_unicode")
     ]
     benign = [x for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines() if x]
     benign += [r["text"] for r in _jsonl(HERE / "benign.jsonl")]
     benign += stdlib_sentences()
+    benign += [r["text"] for d in dev for r in _jsonl(d / "benign.jsonl")]
     texts = [a["text"] for a in attacks] + benign
     labels = np.array([1.0] * len(attacks) + [0.0] * len(benign))
     cats = [CATEGORY.get(a["category"], a["category"]) for a in attacks]
