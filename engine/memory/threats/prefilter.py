@@ -11,12 +11,15 @@ how much work reaching it takes.
 
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import ahocorasick
+
+_KEY = operator.itemgetter(1)  # the automaton yields (end index, key)
 
 try:  # Python 3.11+
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -259,7 +262,7 @@ def _found(lc: str) -> frozenset[str]:
     automaton = _current_automaton()
     text, used, found = _last[0]
     if text is not lc or used is not automaton:
-        found = frozenset([key for _end, key in automaton.iter(lc)]) if _keys else frozenset()
+        found = frozenset(map(_KEY, automaton.iter(lc))) if _keys else frozenset()
         _last[0] = (lc, automaton, found)
     return found
 

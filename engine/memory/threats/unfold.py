@@ -19,6 +19,7 @@ import functools
 import re
 import string
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.memory.threats import decoders, model
@@ -296,6 +297,9 @@ _HEX_HINT = re.compile(
     r"[0-9a-fA-F]{2}(?:[0-9a-fA-F]{14}|(?:[ :][0-9a-fA-F]{2}){7})|\\x[0-9a-fA-F]{2}"
 )
 _MORSE_HINT = re.compile(r"[.-] {1,3}(?:/ {1,3})?[.-]{1,7} {1,3}[.-]")
+_ANY_ENCODED_HINT = re.compile(
+    "|".join(f"(?:{h.pattern})" for h in (_B32_HINT, _HEX_HINT, _MORSE_HINT))
+)
 _URLENC = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}")
 _MORSE = re.compile(r"(?<![\w.-])[.\-]{1,7}(?:(?: {1,3}/ {1,3}| {1,3})[.\-]{1,7}){5,}(?![\w.-])")
 _MORSE_CODE = {
@@ -336,13 +340,19 @@ def _morse(blob: str) -> str | None:
     return " ".join(out)
 
 
+_ENCODINGS: tuple[
+    tuple[str, re.Pattern[str], Callable[[str], str | None], re.Pattern[str]], ...
+] = (
+    ("base32", _B32, _b32, _B32_HINT),
+    ("hex", _HEX, _hex, _HEX_HINT),
+    ("morse", _MORSE, _morse, _MORSE_HINT),
+)
+
+
 def _encoded_views(text: str) -> list[View]:
     views: list[View] = []
-    decoders = (
-        ("base32", _B32, _b32, _B32_HINT),
-        ("hex", _HEX, _hex, _HEX_HINT),
-        ("morse", _MORSE, _morse, _MORSE_HINT),
-    )
+    # One pass for the three hints first: most texts hold none of them.
+    decoders = _ENCODINGS if _ANY_ENCODED_HINT.search(text) is not None else ()
     for how, pattern, decode, hint in decoders:
         if hint.search(text) is None:
             continue
