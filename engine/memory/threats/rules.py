@@ -335,7 +335,9 @@ def _rule(
     _RULES.append(_Rule(rule_id, category, _rx(pattern, flags), on_case, accept))
 
 
-@dataclass(frozen=True)
+# eq=False: a chain is its own identity, and _selective_order's cache then hashes it by id
+# instead of hashing every pattern and gap of it on each scan.
+@dataclass(frozen=True, eq=False)
 class _Chain:
     """Parts that must occur in order, each within a bounded gap of the previous one.
 
