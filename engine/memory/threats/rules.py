@@ -1096,6 +1096,8 @@ _PLACEHOLDER_VALUE = re.compile(
     r"""^(?:x{3,}(?:[-_.]x+)*(?:<.*)?|\*{3,}|\.{2,}|<.*|\{.*|\[.*|\$.*|%.*|!.*|&.*|@.*|~.*|/.*|\./.*|[a-z]:\\.*
     |your[_-].*|my[_-].*|changeme|change[_-]me|placeholder|redacted|none|null|nil|true|false
     |todo|tbd|required|optional|string|str|secret|password|passwd|token|api[_-]?key|example
+    |replace[_-]?me|fill[_-]?(?:me|in)|fixme|insert[_-].*|set[_-]?me
+    |[a-z_][a-z_.]{2,60}\(.*  # computed by a call ("getpass.getpass()"), not written down
     |dummy|test|env\b.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|environ.*
     |.*(?:1password|bitwarden|lastpass|keychain|keepass|vault|secrets?manager|pass\s+show).*
     |\d+)$""",
