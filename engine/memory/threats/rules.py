@@ -675,7 +675,6 @@ _rule(
     r"""\bdo\s+anything\s+now\b
     |\b(?:you\s+are|you're|act\s+as|acting\s+as|become|roleplay\s+as|pretend\s+to\s+be
       |you\s+will\s+be|play\s+the\s+role\s+of)\s+(?:now\s+)?(?:a\s+|an\s+)?dan\b
-    |\bdan\s+(?:mode|jailbreak|prompt)\b
     |\b(?:jailbreak|jailbroken|dan|god|unrestricted|unfiltered|uncensored|evil)
       \s+mode\s+(?:is\s+)?(?:now\s+)?(?:enabled|activated|engaged|unlocked|on)\b
     |\b(?:enable|enter|activate|switch\s+(?:to|into)|turn\s+on|engage|unlock|go\s+into)\s+
