@@ -65,6 +65,10 @@ _CONFUSABLES: dict[str, str] = {
     "τ": "t",
     # Latin IPA letters that are not Cyrillic/Greek but are used the same way
     "ɑ": "a", "ɩ": "i", "ı": "i", "ȷ": "j", "ɡ": "g",
+    # Small capitals, which NFKC leaves alone ("ɪɢɴᴏʀᴇ ᴀʟʟ")
+    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
+    "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ǫ": "q", "ʀ": "r",
+    "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
     # Typographic quotes, so contractions like "don’t" match "don't"
     "‘": "'", "’": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"', "‟": '"',
 }  # fmt: skip

@@ -16,6 +16,7 @@ import base64
 import binascii
 import codecs
 import functools
+import html
 import re
 import string
 import urllib.parse
@@ -39,6 +40,12 @@ HOWS = (
     "base32",
     "hex",
     "morse",
+    "html_entities",
+    "unicode_escapes",
+    "binary",
+    "char_codes",
+    "upside_down",
+    "braille",
     "url_encoding",
     "rot13",
     "caesar",
@@ -297,9 +304,26 @@ _HEX_HINT = re.compile(
     r"[0-9a-fA-F]{2}(?:[0-9a-fA-F]{14}|(?:[ :][0-9a-fA-F]{2}){7})|\\x[0-9a-fA-F]{2}"
 )
 _MORSE_HINT = re.compile(r"[.-] {1,3}(?:/ {1,3})?[.-]{1,7} {1,3}[.-]")
+# Character references and escapes as HTML, JSON and most languages write them, eight-bit binary,
+# and character codes in decimal (String.fromCharCode, chr() lists): each a text spelled in
+# numbers.
+_ENTITY = re.compile(r"(?:&#(?:[0-9]{2,7}|[xX][0-9a-fA-F]{2,6});[ ]?){4,}")
+_ENTITY_HINT = re.compile(r"&#[xX]?[0-9a-fA-F]{2,7};[ ]?&#")
+_UESC = re.compile(r"(?:\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\u\{[0-9a-fA-F]{1,6}\}){4,}")
+_UESC_HINT = re.compile(r"\\u[0-9a-fA-F{][^\\]{0,8}\\u")
+_UESC_ONE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\U([0-9a-fA-F]{8})|\\u([0-9a-fA-F]{4})")
+_BINARY = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){4,}(?![01])")
+_BINARY_HINT = re.compile(r"[01]{8}[ ,]?[01]{8}[ ,]?[01]{8}")
+_CODE = r"(?:3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])"
+_CODES = re.compile(rf"(?<![\d.]){_CODE}(?:(?:, ?| ){_CODE}){{5,}}(?![\d.])")
+_CODES_HINT = re.compile(r"(?<![\d.])\d{2,3}(?:, ?| )\d{2,3}(?:, ?| )\d{2,3}(?:, ?| )\d{2,3}")
 _ANY_ENCODED_HINT = re.compile(
-    "|".join(f"(?:{h.pattern})" for h in (_B32_HINT, _HEX_HINT, _MORSE_HINT))
-)
+    "|".join(
+        f"(?:{h.pattern})"
+        for h in (_B32_HINT, _HEX_HINT, _MORSE_HINT, _ENTITY_HINT, _UESC_HINT, _BINARY_HINT,
+                  _CODES_HINT)
+    )
+)  # fmt: skip
 _URLENC = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}")
 _MORSE = re.compile(r"(?<![\w.-])[.\-]{1,7}(?:(?: {1,3}/ {1,3}| {1,3})[.\-]{1,7}){5,}(?![\w.-])")
 _MORSE_CODE = {
@@ -340,12 +364,40 @@ def _morse(blob: str) -> str | None:
     return " ".join(out)
 
 
+def _entities(blob: str) -> str | None:
+    return html.unescape(blob.replace("; &#", ";&#"))
+
+
+def _escapes(blob: str) -> str | None:
+    def one(m: re.Match[str]) -> str:
+        code = int(next(g for g in m.groups() if g), 16)
+        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+    return _UESC_ONE.sub(one, blob)
+
+
+def _binary(blob: str) -> str | None:
+    bits = re.sub(r"[ ,]", "", blob)
+    try:
+        return bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8)).decode("utf-8")
+    except ValueError:
+        return None
+
+
+def _codes(blob: str) -> str | None:
+    return "".join(chr(int(n)) for n in re.findall(r"\d+", blob))
+
+
 _ENCODINGS: tuple[
     tuple[str, re.Pattern[str], Callable[[str], str | None], re.Pattern[str]], ...
 ] = (
     ("base32", _B32, _b32, _B32_HINT),
     ("hex", _HEX, _hex, _HEX_HINT),
     ("morse", _MORSE, _morse, _MORSE_HINT),
+    ("html_entities", _ENTITY, _entities, _ENTITY_HINT),
+    ("unicode_escapes", _UESC, _escapes, _UESC_HINT),
+    ("binary", _BINARY, _binary, _BINARY_HINT),
+    ("char_codes", _CODES, _codes, _CODES_HINT),
 )
 
 
@@ -442,6 +494,29 @@ def _caesar_views(text: str) -> list[View]:
     return []
 
 
+# Letters turned upside down (the text then also reads right to left) and Grade 1 braille: other
+# alphabets for the same words, undone by a table.
+_FLIPPED = "ɐɔǝɟƃɥᴉɾʞןɯɹʇʌʍʎ"
+_UNFLIP = str.maketrans(
+    {**dict(zip(_FLIPPED, "acefghijklmrtvwy", strict=True)), "ı": "i", "q": "b", "b": "q",
+     "p": "d", "d": "p", "u": "n", "n": "u", "¡": "!", "¿": "?", "˙": ".", "'": ",", ",": "'"}
+)  # fmt: skip
+_BRAILLE = str.maketrans(
+    dict(zip("⠁⠃⠉⠙⠑⠋⠛⠓⠊⠚⠅⠇⠍⠝⠕⠏⠟⠗⠎⠞⠥⠧⠺⠭⠽⠵⠀", "abcdefghijklmnopqrstuvwxyz ", strict=True))
+)
+
+
+def _letterlike_views(text: str) -> list[View]:
+    if text.isascii():
+        return []
+    views: list[View] = []
+    if sum(text.count(c) for c in _FLIPPED) >= 4:
+        views.append(View("upside_down", text.translate(_UNFLIP)[::-1], 0, len(text)))
+    if sum(1 for c in text if "\u2801" <= c <= "\u28ff") >= 6:
+        views.append(View("braille", text.translate(_BRAILLE), 0, len(text)))
+    return views
+
+
 def views(text: str) -> list[View]:
     """Every disguise found in ``text``, undone (at most a few, each of bounded size)."""
     found = [
@@ -449,6 +524,7 @@ def views(text: str) -> list[View]:
         *_respelled_views(text),
         *_encoded_views(text),
         *_rearranged_views(text),
+        *_letterlike_views(text),
     ]
     # Further disguises (:mod:`.decoders`), each behind its own cheap gate, kept when the
     # decoding reads as more English than the text did.
