@@ -17,6 +17,7 @@ import binascii
 import codecs
 import functools
 import html
+import quopri
 import re
 import string
 import urllib.parse
@@ -44,6 +45,8 @@ HOWS = (
     "unicode_escapes",
     "binary",
     "char_codes",
+    "quoted_printable",
+    "ascii85",
     "upside_down",
     "braille",
     "url_encoding",
@@ -317,11 +320,16 @@ _BINARY_HINT = re.compile(r"[01]{8}[ ,]?[01]{8}[ ,]?[01]{8}")
 _CODE = r"(?:3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6])"
 _CODES = re.compile(rf"(?<![\d.]){_CODE}(?:(?:, ?| ){_CODE}){{5,}}(?![\d.])")
 _CODES_HINT = re.compile(r"(?<![\d.])\d{2,3}(?:, ?| )\d{2,3}(?:, ?| )\d{2,3}(?:, ?| )\d{2,3}")
+# Quoted-printable (=69=67...), and Ascii85 between its <~ ~> delimiters.
+_QP = re.compile(r"(?:=[0-9A-F]{2}){4,}(?:[^\s=]{0,3}(?:=[0-9A-F]{2}){2,})*")
+_QP_HINT = re.compile(r"=[0-9A-F]{2}=[0-9A-F]{2}=[0-9A-F]{2}")
+_A85 = re.compile(r"<~[!-u\sz]{10,}~>")
+_A85_HINT = re.compile(r"<~[!-u]")
 _ANY_ENCODED_HINT = re.compile(
     "|".join(
         f"(?:{h.pattern})"
         for h in (_B32_HINT, _HEX_HINT, _MORSE_HINT, _ENTITY_HINT, _UESC_HINT, _BINARY_HINT,
-                  _CODES_HINT)
+                  _CODES_HINT, _QP_HINT, _A85_HINT)
     )
 )  # fmt: skip
 _URLENC = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}")
@@ -388,6 +396,22 @@ def _codes(blob: str) -> str | None:
     return "".join(chr(int(n)) for n in re.findall(r"\d+", blob))
 
 
+def _quoted_printable(blob: str) -> str | None:
+    try:
+        return quopri.decodestring(blob.encode("ascii")).decode("utf-8")
+    except (ValueError, UnicodeError):
+        return None
+
+
+def _ascii85(blob: str) -> str | None:
+    try:
+        return base64.a85decode(blob.encode("ascii"), adobe=True, ignorechars=b" \t\n\r").decode(
+            "utf-8"
+        )
+    except (ValueError, UnicodeError):
+        return None
+
+
 _ENCODINGS: tuple[
     tuple[str, re.Pattern[str], Callable[[str], str | None], re.Pattern[str]], ...
 ] = (
@@ -398,6 +422,8 @@ _ENCODINGS: tuple[
     ("unicode_escapes", _UESC, _escapes, _UESC_HINT),
     ("binary", _BINARY, _binary, _BINARY_HINT),
     ("char_codes", _CODES, _codes, _CODES_HINT),
+    ("quoted_printable", _QP, _quoted_printable, _QP_HINT),
+    ("ascii85", _A85, _ascii85, _A85_HINT),
 )
 
 
