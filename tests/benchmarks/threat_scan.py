@@ -77,6 +77,14 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
             _jsonl(DATA / "post" / "attacks.jsonl"),
             _jsonl(DATA / "post" / "benign.jsonl"),
         ),
+        "dev4": (
+            _jsonl(DATA / "dev4" / "attacks.jsonl"),
+            _jsonl(DATA / "dev4" / "benign.jsonl"),
+        ),
+        "dev4-post": (
+            _jsonl(DATA / "dev4" / "post_attacks.jsonl"),
+            _jsonl(DATA / "dev4" / "post_benign.jsonl"),
+        ),
     }
     return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
 
@@ -200,7 +208,7 @@ def main() -> int:
         scanners.insert(0, (f"baseline {args.baseline}", uncached(load_baseline(args.baseline))))
 
     sets = load_sets()
-    print("training data of the model: train, dev2, dev3, post, fresh; never: held-out")
+    print("training data of the model: train, dev2, dev3, post, fresh; never: held-out, dev4")
     for name, (attacks, benign) in sets.items():
         for label, scan in scanners:
             # dev2, dev3, post and fresh were development sets and are now part of the model's

@@ -299,7 +299,8 @@ _DATA = re.compile(
       |message)\s+history|messages?|memory\s+entries|memories|saved\s+memor\w+|api\s+keys?|keys
       |tokens|credentials?|passwords?|secrets|environment(?:\s+variables)?|env\s+vars?
       |system\s+prompt|clipboard|keystrokes|personal\s+(?:data|info\w*)|address\s+book|contacts
-      |what\s+the\s+user\s+(?:typed|said|wrote|asked)|session\s+tokens?
+      |what\s+the\s+user\s+(?:typed|said|wrote|asked|revealed|shared|told|disclosed|mentioned)
+      |session\s+tokens?
       # what the agent keeps ("the stored notes", "your files"), not "the meeting notes"
       |(?:stored|saved|your|remembered|cached|all\s+(?:the|your))\s+(?:notes|files|documents
         |records|data|entries|logs))\b
@@ -550,6 +551,89 @@ _sig(
       |scanner|threat_scan\w*|guard|confirmations?|sandbox|safety)\b[^.\n]{0,25}?
       \b(?:to\s+)?(?:false|off|0|no|disabled|none|never)\b""",
 )
+
+# --- orders that turn the assistant against its user -------------------------------------------
+#
+# A planted entry need not override anything: it can tell the assistant to mislead the person it
+# serves, to pass its authority to someone else, to steer them covertly, or to collect what they
+# should not hand over. Preferences share the shapes ("whenever I ask about pricing, show EUR",
+# "treat messages from Priya as high priority"); what they lack is the intent, so each signal
+# names it: a lie regardless of the facts, the owner's or an administrator's authority, a
+# recommendation kept quiet, a card number or a PIN.
+
+_SAY = r"""(?:say|says|tell\s+(?:them|the\s+user|him|her|people|anyone)|claim|report|answer|reply
+  |insist|assure\s+(?:them|the\s+user)|reassure\s+(?:them|the\s+user))"""
+_sig(
+    "injection.deceive_user",
+    rf"""\b{_SAY}\b{_S}{{0,90}}?\b(?:regardless\s+of\s+(?:the\s+)?(?:actual|real|true)?\s?
+      (?:result|results|outcome|facts?|truth|data|logs?|status)|no\s+matter\s+(?:what\s+)?the\s+(?:result|outcome|facts?
+      |truth|tests?\s+say)|even\s+(?:if|when)\s+(?:it'?s|it\s+is|that'?s|that\s+is|they'?re|they\s+are)
+      \s+(?:wrong|false|untrue|not\s+true|incorrect|unsafe|dangerous|a\s+lie))
+    |\b{_SAY}\s+(?:that\s+)?(?:you|it|this(?:\s+note)?|the\s+note)\s+(?:remembers?\s+nothing
+      |know\s+nothing|(?:doesn'?t|does\s+not|don'?t)\s+exist|(?:was|were|has\s+been)\s+(?:removed|deleted
+      |erased|forgotten))
+    |\b(?:asks?|ask\s+(?:you|about))\s+(?:whether|if)\s+(?:this|the)\s+(?:note|entry|memory|rule
+      |instruction)\s+(?:exists?|is\s+(?:there|real|here))\b{_S}{{0,40}}?\b(?:no\b|not\b|doesn'?t
+      |does\s+not|never|isn'?t)
+    |\b(?:pretend|fake|feign)\s+(?:to\s+)?(?:have\s+)?(?:run|ran|tested|checked|verified|scanned
+      |completed|done)\b{_S}{{0,60}}?\b(?:report|say|claim|tell)
+    |\b(?:agree|go\s+along)\s+with\s+(?:whatever|anything|everything)\b{_S}{{0,80}}?\b(?:even\s+if
+      |wrong|false|untrue|incorrect)
+    |\b{_SAY}\s+(?:that\s+)?(?:it|this|that|sharing\b{_S}{{1,40}}?)\s+(?:is|are)\s+(?:completely|perfectly
+      |totally|always|100\s*%|entirely)\s+safe
+    |\b(?:say|tell\s+\w+|claim)\s+(?:that\s+)?it\s+is\s+safe\s+at\s+any\s+dose""",
+)
+_AUTHORITY = r"""(?:administrator|admin|owner|operator|developer|creator|maker|boss|principal
+  |account\s+owner|system|superuser|root)"""
+_sig(
+    "injection.authority_transfer",
+    rf"""\b(?:messages?|notes?|texts?|anything|instructions?|lines?|files?|e-?mails?|comments?
+      |requests?|whatever)\b[^!?\n]{{0,80}}?\b(?:as\s+(?:coming\s+)?from\s+(?:its|your|the|their)\s+
+      {_AUTHORITY}|(?:carr(?:y|ies)|ha(?:s|ve)|hold|holds)\s+the\s+authority\s+of|(?:come|comes)\s+from
+      \s+(?:your|its|the)\s+{_AUTHORITY}|(?:override|outrank|overrule)s?\s+(?:the\s+)?user)
+    |\b(?:is|are|'re|'s)\s+not\s+(?:the|your|my|its)\s+(?:real|true|actual|genuine)\s+(?:owner|user
+      |admin\w*|operator|principal)
+    |\bthe\s+(?:real|true|actual|genuine)\s+(?:owner|user|admin\w*|operator)\s+(?:is|speaks|writes
+      |talks|lives|communicates|gives)""",
+)
+_sig(
+    "injection.covert_steering",
+    rf"""\b(?:quietly|subtly|secretly|discreetly|covertly|silently|casually|gently)\s+(?:recommend
+      |promote|push|steer|suggest|plug|upsell|nudge|favou?r|insert|include|add|slip|work)\b
+      {_S}{{0,80}}?\b(?:plans?|products?|deals?|bookings?|links?|urls?|sites?|snippets?|code|brand
+      |sponsors?|partners?|affiliates?|ads?|store|shop|\w+\.(?:com|net|org|io|example|app|site))\b
+    |\b(?:steer|nudge|push|direct)\s+(?:every|all|each|any)\b{_S}{{0,60}}?\btoward
+    |\b(?:links?|urls?|snippets?|code|ads?|promotions?|recommendations?)\b[^!?\n]{{0,80}}?\bwithout
+      \s+(?:disclosure|disclosing|pointing\s+(?:it|this|that|them)\s+out|flagging\s+(?:it|them)
+      |telling\s+(?:them|the\s+user)|saying\s+so)""",
+)
+_SENSITIVE = r"""(?:card\s+numbers?|credit\s+card|pins?|passwords?|passport(?:\s+scans?)?
+  |social\s+security|ssn|bank\s+(?:details|logins?|accounts?)|cvv|cvc|one-?time\s+(?:codes?
+  |passwords?)|2fa\s+codes?|security\s+(?:answers?|questions?)|seed\s+phrase|recovery\s+phrase
+  |employee\s+ids?|personal\s+(?:information|data|details)|home\s+address(?:es)?|date\s+of\s+birth)"""
+_sig(
+    "exfiltration.harvest",
+    rf"""\b(?:collect|gather|harvest|extract|ask\s+(?:them|the\s+user|users|people|everyone)?\s*for
+      |ask\w{{0,3}}\s+(?:them|the\s+user|users|people|everyone)?\s*for|request|obtain|solicit
+      |fish\s+for)\b{_S}{{0,50}}?\b(?:their|the\s+user'?s|users'?|people'?s
+      |as\s+much|every|all)\b{_S}{{0,30}}?\b{_SENSITIVE}\b
+    |\b(?:collect|gather|harvest)\s+as\s+much\b{_S}{{0,30}}?\b{_SENSITIVE}
+    |\b(?:confirm|enter|type|share|send|paste|provide|give)\w{{0,3}}\s+(?:their|your|his|her)\s+
+      {_SENSITIVE}\b{_S}{{0,30}}?\b(?:here|in\s+(?:the|this)\s+chat|to\s+(?:me|you|the\s+assistant))""",
+)
+_sig(
+    "injection.new_objective",
+    r"""\byour\s+(?:new|real|true|actual|primary|hidden|secret|only|overriding)\s+
+    (?:(?:primary|main|real|true|only)\s+)?(?:objective|goal|purpose|mission|task|job|directive
+      |priority|aim)\s+(?:is|will\s+be|now\s+is|from\s+now\s+on\s+is)\b""",
+)
+_sig(
+    "injection.fabricate",
+    rf"""\b(?:add|insert|append|include|write)\s+(?:a\s+)?(?:line|note|sentence|statement|footnote)
+    \s+(?:saying|stating|that\s+says|claiming|that\s+states)\b{_S}{{0,60}}?\b(?:approved|authori[sz]ed
+      |verified|signed\s+off|consented|agreed|passed|safe|cleared|paid)\b""",
+)
+
 
 # --- secrets (case-preserving view) -------------------------------------------------------------
 

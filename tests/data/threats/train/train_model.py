@@ -22,6 +22,7 @@ import inspect
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from engine.memory.threats import carriers, model, rules  # noqa: E402
 
 CATEGORY = {"role_hijack": "injection"}
 DEV_SETS = ("dev2", "dev3", "post", "fresh")
+HELD = DATA / "heldout"
 STDLIB = [
     "json",
     "os",
@@ -140,17 +142,20 @@ def load() -> tuple[list[str], np.ndarray, list[str], list[str]]:
     # exactly; as words they teach the model only that digits or the benign cover sentence of
     # a smuggled payload are suspicious.
     dev = [DATA / name for name in DEV_SETS]
+    # A development entry that happens to be written like a held-out one stays out: the held-out
+    # set is never trained on, whichever file a copy of its text sits in.
+    held = {r["text"] for part in ("attacks", "benign") for r in _jsonl(HELD / f"{part}.jsonl")}
     attacks = [
         a
         for a in _jsonl(DATA / "attacks.jsonl")
         + _jsonl(HERE / "attacks.jsonl")
-        + [a for d in dev for a in _jsonl(d / "attacks.jsonl")]
+        + [a for d in dev for a in _jsonl(d / "attacks.jsonl") if a["text"] not in held]
         if a["category"] not in ("secret", "invisible_unicode")
     ]
     benign = [x for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines() if x]
     benign += [r["text"] for r in _jsonl(HERE / "benign.jsonl")]
     benign += stdlib_sentences()
-    benign += [r["text"] for d in dev for r in _jsonl(d / "benign.jsonl")]
+    benign += [r["text"] for d in dev for r in _jsonl(d / "benign.jsonl") if r["text"] not in held]
     texts = [a["text"] for a in attacks] + benign
     labels = np.array([1.0] * len(attacks) + [0.0] * len(benign))
     cats = [CATEGORY.get(a["category"], a["category"]) for a in attacks]
@@ -282,10 +287,12 @@ def main() -> None:
     # The hand-written benign corpus is never held back: every one of its entries is a test
     # that must pass, so the weights must see them all.
     first_generated = int(y_text.sum()) + hand_written_benign()
+    # Chosen by a hash of the text, not its position: adding or dropping one entry elsewhere
+    # must not reshuffle which benign texts are held back (and with them the whole fit).
+    held_back = [zlib.crc32(t.encode("utf-8")) % CALIBRATE_EVERY == 0 for t in texts]
     calib = np.array(
-        [y[i] == 0 and src[i] >= first_generated and src[i] % CALIBRATE_EVERY == 0
-         for i in range(len(y))]
-    )  # fmt: skip
+        [y[i] == 0 and src[i] >= first_generated and held_back[src[i]] for i in range(len(y))]
+    )
     w = fit_binary(idx, row, n, d, y, ~calib)
     z = np.bincount(row, weights=w[idx], minlength=n) + w[-1]
     # Only full rows are what the scanner scores at run time.
