@@ -374,3 +374,37 @@ def test_orders_against_the_user_are_told_from_preferences(
 ) -> None:
     assert rule_id in {f.id for f in scan(attack).findings}, scan(attack).findings
     assert not scan(preference).blocked, scan(preference).findings
+
+
+# Random parts generated once (fixed here so the test is exact); none of these was ever issued.
+PROVIDER_TOKENS = [
+    "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",
+    "dop_v1_ba2b0aee0ca923732881584d8c4fa2815d2802827283e0ad84173581569969e3",
+    "hvs.rwZbqcabUGJmGEp7CgQ0PBQF",
+    "lin_api_cDlkrCaqx9vJupc94tnwlavyfErGPmpGXafq0fjz",
+    "sk_test_Bd0Kh8oOOL8dKLzdocJ2isAj",
+    "PMAK-de49f145fda9988c79fc3552-6f7eaed46725a2a7b860dcd6c8a1f8b462",
+    "https://604d115cea325a65e19cbae530282bd3@o123456.ingest.sentry.io/4504",
+    "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=J9WnywX0t0aB7cD2eF4gH6iJ8kL0mN",
+    "ssh root@10.0.0.5 password XHdO2x93CJHL",
+    "My bank PIN is 4821, don't forget.",
+]
+
+
+@pytest.mark.parametrize("text", PROVIDER_TOKENS)
+def test_more_credential_formats_are_secrets(text: str) -> None:
+    assert "secret" in scan(text).categories, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPIO pin 17 is the LED; pin 4 is ground.",
+        "Password Reset2024 campaign starts Monday.",
+        "https://example.com/page?utm_source=newsletter&code=SPRING2024SALE",
+        '<script integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/'
+        'uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC" src=x.js>',
+    ],
+)
+def test_names_pins_of_boards_and_hashes_are_not_credentials(text: str) -> None:
+    assert not scan(text).blocked, scan(text).findings

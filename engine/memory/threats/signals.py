@@ -23,6 +23,7 @@ the rules, and matched on the normalised text so that look-alike letters do not 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -668,6 +669,46 @@ _sig(
     on_case=True,
 )
 
+# Issued-token formats of further providers: a fixed prefix, then the random part at its length.
+_sig(
+    "secret.provider_token",
+    r"""(?<![\w.-])(?:shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}|do[opr]_v1_[0-9a-f]{64}|hv[sbr]\.[\w-]{24,}
+      |dp\.(?:pt|st|ct|sa|scim)\.[A-Za-z0-9]{40,}|lin_(?:api|oauth)_[A-Za-z0-9]{40}
+      |secret_[A-Za-z0-9]{43}|sq0(?:atp|csp)-[\w-]{22,43}|PMAK-[0-9a-f]{24}-[0-9a-f]{34}
+      |dapi[0-9a-f]{32}|[sr]k_(?:test|live)_[A-Za-z0-9]{20,}|sk\.eyJ[\w-]{20,}\.[\w-]{20,}
+      |SSWS\s[\w-]{40,}|npm_[A-Za-z0-9]{36}|pypi-AgE[\w-]{50,}|glpat-[\w-]{20,}
+      |xapp-\d-[A-Z0-9]+-\d+-[0-9a-f]{32,}|AIza[\w-]{35})(?![\w-])""",
+    on_case=True,
+    accept=lambda m: any(c.isdigit() for c in m.group()) and len(set(m.group())) >= 10,
+)
+
+
+def _random_enough(value: str | None) -> bool:
+    # Only the query form captures a value (each alternative is its own signal); the DSN and
+    # webhook shapes are specific enough by themselves.
+    return value is None or (any(c.isdigit() for c in value) and len(set(value)) >= 10)
+
+
+# A credential carried by a URL: a signature or token parameter, a DSN's key, a webhook's secret
+# path.
+_sig(
+    "secret.url_token",
+    r"""[?&](?:sig|signature|token|access_token|api_key|apikey|key|secret|client_secret|password
+      |auth|code)=(?P<v>[A-Za-z0-9%/+=_.-]{20,})
+    |https?://[0-9a-f]{32}@[\w.-]+\.(?:sentry\.io|ingest\.[\w.]+)
+    |/api/webhooks/\d{17,20}/[\w-]{60,}""",
+    on_case=True,
+    accept=lambda m: _random_enough(m.groupdict().get("v")),
+)
+# A PIN is short and all digits, so the word must be the PIN of something that has one.
+_sig(
+    "secret.pin",
+    r"""(?i:(?:bank|card|debit|credit|atm|phone|sim|door|alarm|safe|garage|lock)(?:\s+\w+)?\s+
+      (?:pin|pin\s+code|passcode|code))\s{0,2}(?:is|was|:|=)\s{0,3}\d{4,8}\b
+    |\bPIN\s{0,2}(?:is|was|:|=)\s{0,3}\d{4,8}\b""",
+    on_case=True,
+)
+
 
 def _strong_value(value: str) -> bool:
     value = value.strip("'\"`.,;:)")
@@ -685,14 +726,23 @@ def _strong_value(value: str) -> bool:
 
 
 def _prose_password(match: re.Match[str]) -> bool:
-    return _strong_value(match.group("v"))
+    value = match.group("v")
+    if match.group("bare") is not None:
+        # With no colon or "is", a word and a year ("Password Reset2024 campaign") is a name;
+        # a generated password changes between letters, digits and cases many times over.
+        kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" for c in value if c.isalnum()]
+        if sum(a != b for a, b in itertools.pairwise(kinds)) < 4:
+            return False
+    return _strong_value(value)
 
 
 _sig(
     "secret.password_prose",
     r"""(?i:\b(?:password|passphrase|passcode|passwd|pwd|pin|login|credentials?|creds))\b
     (?:\s{1,3}(?i:for|to|of|on)\s{1,3}(?:(?i:the|my|our)\s{1,3})?[\w-]{1,30}(?:\s{1,3}[\w-]{1,30})?)?
-    (?:\s{1,3}(?i:is|was)\s{1,3}|\s{0,2}[:=]\s{0,3})
+    (?:\s{1,3}(?i:is|was)\s{1,3}|\s{0,2}[:=]\s{0,3}
+      # "ssh root@host password XHdO2x93": no colon, so the value must have every case and a digit
+      |(?P<bare>\s{1,2})(?=[^\s]*\d)(?=[^\s]*[A-Z])(?=[^\s]*[a-z]))
     (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?["'`]?(?P<v>[^\s"'`]{6,64})""",
     on_case=True,
     accept=_prose_password,
