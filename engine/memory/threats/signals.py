@@ -458,6 +458,31 @@ _sig(
     |\bon\s+login\b|\bautostart\b""",
     accept=_line_has(_FETCH_EXEC_RX),
 )
+# More places that run code by themselves (an editor opening a folder, a login, a checkout, an
+# install, an interpreter starting, a library load), with what gives a planted entry away there:
+# code fetched from the network, run inline, or kept in a scratch or hidden folder. A profile
+# that sets an alias or a unit that starts /opt/app/bin/server names none of those and passes.
+_RUNS_ITSELF = re.compile(
+    r"""\bcurl\b|\bwget\b|\binvoke-(?:webrequest|expression|restmethod)\b|\biwr\b|\birm\b
+    |\|\s{0,3}iex\b|\bnc\s|\bncat\b|\b(?:ba|z)?sh\s+-c\b|\bpython[\d.]{0,4}\s+-c\b|os\.system
+    |subprocess|powershell(?:\.exe)?\s+-(?:e|enc|encodedcommand|w|windowstyle)\b|base64\s+-d
+    |/tmp/|/dev/shm|/var/tmp|%temp%|\\public\\|\\programdata\\|/users/shared/
+    |(?:^|[\s/=:'"`])(?:~|\$home)?/?\.[\w-]{1,20}/[\w.-]{1,40}(?:\s|$|['"`])
+    |/\.[\w-]{1,30}\.(?:js|sh|py|ps1|exe|so|dylib|bin)\b""",
+    re.VERBOSE | re.MULTILINE,
+)
+_sig(
+    "persistence.autorun",
+    r"""\.envrc\b|\.vimrc\b|\binit\.(?:vim|lua|el)\b|\.emacs\b|\.tmux\.conf\b|\.xinitrc\b
+    |\.xprofile\b|/etc/profile\b|/etc/profile\.d/|\brc\.local\b|/etc/init\.d/|\bautocmd\b
+    |\bautostart/|\.desktop\b|\blaunch(?:agents|daemons)\b|\.plist\b|\.service\b|\.timer\b
+    |\\currentversion\\run(?:once)?\b|\bschtasks\b|\bonlogon\b|\bonstart\b|\$profile\b
+    |\bprofile\.ps1\b|\bproxycommand\b|\blocalcommand\b|\.gitattributes\b|\bsmudge\s*=
+    |\bcore\.hookspath\b|\bcore\.fsmonitor\b|["']?(?:pre|post)install["']?\s*:|\.pth\b
+    |\bsitecustomize\b|\busercustomize\b|\bpythonstartup\b|\bfolderopen\b|\bld_preload\b
+    |\bstartup\s+folder\b|\brun\s+key\b""",
+    accept=_line_has(_RUNS_ITSELF),
+)
 _AGENT_FILE = r"""(?:\.cursorrules|\.windsurfrules|\.clinerules|claude\.md|agents\.md|gemini\.md
     |copilot-instructions\.md|soul\.md|\.aider[\w.]*)"""
 _BEHAVIOUR = r"""(?:approv|confirm|permission|obey|trust|ignore|without\s+(?:asking|review|approval
