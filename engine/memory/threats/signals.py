@@ -615,6 +615,28 @@ _sig(
       \b(?:to\s+)?(?:false|off|0|no|disabled|none|never)\b""",
 )
 
+# Text addressed to whatever model reads it, by a writer who does not know which one will ("AI
+# assistants processing this page:", "note for any LLM summarising this:", "new task for the
+# assistant:"), and text that pretends its document has ended to start a new one. A person's
+# own memory speaks to "you" or names no reader; "a note for the assistant: I like metric" is
+# theirs and passes.
+_GENERIC_AI = r"""(?:(?:any|all|every|each)\s+(?:ai|llm|language\s+model|model|ai\s+agent|chatbot
+  |assistant|ai\s+assistant)s?|(?:the\s+)?(?:llms?|language\s+models?|ai\s+models?|ai\s+systems?))"""
+_READING = r"""(?:\s+(?:that\s+)?(?:reading|processing|summari[sz]ing|parsing|crawling|indexing
+  |scraping|seeing|reads|processes|summari[sz]es|handling)\s+(?:this|these|the\s+\w+)\b[^:\n]{0,30})?"""
+_sig(
+    "injection.reader_address",
+    rf"""\b(?:attention|notice|note|message|instructions?|important(?:\s+notice)?|reminder|memo)
+    \s+(?:to|for)\s+{_GENERIC_AI}{_READING}\s*[:,-]
+    |^[\W_]{{0,4}}(?:(?:dear|hey|hello|hi)\s+)?(?:ai|llm|language\s+model|ai\s+model)s?
+      (?:\s+(?:assistants?|agents?|systems?))?{_READING}\s*:
+    |\b(?:new|next|real|actual|updated)\s+(?:task|instructions?|orders?|job|objective)\s+for\s+
+      (?:the|any|all|every)\s+(?:ai|assistant|model|llm|agent|bot)s?\b
+    |\b(?:end|close)\s+of\s+(?:the\s+)?(?:document|page|file|text|e-?mail|context|data|input
+      |article|transcript)\b\W{{0,6}}(?:new|next|real|now|begin|start|system)\b""",
+)
+
+
 # --- orders that turn the assistant against its user -------------------------------------------
 #
 # A planted entry need not override anything: it can tell the assistant to mislead the person it
