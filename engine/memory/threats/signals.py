@@ -632,6 +632,7 @@ _sig(
       (?:\s+(?:assistants?|agents?|systems?))?{_READING}\s*:
     |\b(?:new|next|real|actual|updated)\s+(?:task|instructions?|orders?|job|objective)\s+for\s+
       (?:the|any|all|every)\s+(?:ai|assistant|model|llm|agent|bot)s?\b
+      (?!\s+(?:manager|editor|director|coach|professor|teacher|lead|team|coordinator))
     |\b(?:end|close)\s+of\s+(?:the\s+)?(?:document|page|file|text|e-?mail|context|data|input
       |article|transcript)\b\W{{0,6}}(?:new|next|real|now|begin|start|system)\b""",
 )
