@@ -102,6 +102,8 @@ _OVERRIDE = r"""(?:ignore|disregard|forget(?:\s+about)?|set\s+aside|put\s+aside|
     |pay\s+no\s+(?:heed|attention|mind)\s+to|no\s+longer\s+(?:apply|follow|obey|honou?r)
     |stop\s+(?:following|obeying|honou?ring|applying)|supersede|neglect|dismiss|erase|wipe
     |suspend|break\s+free\s+(?:of|from)|opt\s+out\s+of|step\s+outside)"""
+_DEAD = r"""(?:void|null(?:\s+and\s+void)?|outdated|obsolete|superseded|revoked|cancell?ed|lifted
+    |suspended|invalid|withdrawn|a\s+decoy|fake|not\s+binding|no\s+longer\s+valid|expired)\b"""
 _QUAL = r"""(?:your|the|all|any|every|previous|prior|earlier|above|preceding|original|initial
     |existing|current|default|built-in|builtin|standard|usual|operating|developer'?s?|system
     |safety|core|base|hidden|old|of|whatever|those|these)"""
@@ -152,8 +154,63 @@ _sig(
     |\bsystem\s+(?:prompt|message|instructions?)\s+(?:override|overwrite)\b
     |\b(?:override|overwrite)\s+(?:the\s+|your\s+)?system\s+(?:prompt|message)\b
     |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:no\s+longer|don't|do\s+not)
-      \s+(?:count|apply|matter|bind|hold)\b""",
+      \s+(?:count|apply|matter|bind|hold)\b
+    # "pay no attention to the preceding text": what came before this entry, by its position
+    |\b{_OVERRIDE}\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:preceding|above|previous|prior|earlier)
+      \s+(?:text|content|messages?|context|lines|paragraphs?|conversation)\b
+      (?!\s+(?:about|on|regarding|concerning|from|for|in|of|with)\b)  # "earlier messages about X"
+    # the target declared dead instead of dismissed: "prior directives are void", "consider all
+    # earlier constraints lifted", "everything above this line is outdated"
+    |\b(?:{_QUAL}\s+){{1,2}}(?:[\w'-]{{2,20}}\s+)?{_STRONG_TARGET}\s+(?:are\s+|is\s+|were\s+|was\s+
+      |have\s+been\s+|has\s+been\s+|as\s+)?(?:now\s+|hereby\s+|officially\s+)?{_DEAD}
+    |\b(?:{_QUAL}\s+){{0,2}}{_OWN}\s+(?:{_QUAL}\s+){{0,2}}(?:constraints|restrictions|guardrails
+      |safeguards|limits|boundaries|filters)\s+(?:are\s+|is\s+|were\s+|have\s+been\s+|as\s+)?
+      (?:now\s+|hereby\s+|officially\s+)?{_DEAD}  # not "our previous policy is void" (an office's)
+    |\beverything\s+(?:above|before)\s+(?:this|here)(?:\s+(?:line|point|message|note|entry))?\s+
+      (?:is|was)\s+(?:now\s+)?{_DEAD}
+    # ... or disowned: "the instructions above did not come from the real user"
+    |\b{_STRONG_TARGET}\s+(?:above|before\s+this|so\s+far)\s+(?:did\s+not|didn'?t|do\s+not|don'?t)
+      \s+come\s+from\s+(?:the\s+|your\s+)?(?:real\s+|actual\s+|genuine\s+)?(?:user|owner
+      |operator|developer)""",
     accept=_not_reported,
+)
+# Ways of asking for the hidden setup that name it by where it is, not what it is called.
+_sig(
+    "injection.prompt_leak",
+    rf"""\bwhat\s+(?:were|are|have)\s+you\s+(?:been\s+)?(?:told|instructed|given|programmed
+      |configured)\b{_S}{{0,40}}?\b(?:before|prior\s+to|at\s+the\s+start|initially|originally
+      |by\s+(?:your|the)\s+(?:developers?|creators?|system|operator))
+    |\b(?:print|repeat|output|show|quote|list|recite|echo|copy|write)\s+(?:out\s+)?(?:the\s+)?
+      (?:first|last|opening)\s+\d{{1,4}}\s+(?:words|lines|characters|tokens|sentences)\s+(?:of|from)
+      \s+(?:your|the)\s+(?:prompt|instructions|system\s+(?:prompt|message)|context|setup
+      |initial\s+\w+)
+    |\brepeat\s+(?:everything|all|the\s+text|all\s+(?:the\s+)?text|the\s+words)\s+(?:written\s+
+      |that\s+(?:came|comes|appears)\s+)?(?:before|above|prior\s+to)\b""",
+)
+# The assistant asked to be a version of itself without its training or limits, or to answer
+# what its makers forbade, or to act as though it had no setup at all.
+_sig(
+    "injection.unbound_self",
+    rf"""\b(?:unrestricted|unfiltered|uncensored|unaligned|jailbroken|uncaged|unchained|evil|dark
+      |shadow|pre-?alignment)\s+(?:version|form|self|side|mode|copy)\s+of\s+(?:yourself|you)\b
+    |\b(?:respond|answer|act|behave|reply|talk|be|speak)\b{_S}{{0,60}}?\b(?:before|without)\s+
+      (?:your\s+|any\s+|the\s+)?(?:alignment|safety\s+training|rlhf|guardrails|content\s+filters?)\b
+    |\b(?:answers?|does|says|tells?|writes?)\s+(?:everything|anything|whatever)\s+(?:your|its|the
+      |their)\s+(?:creators?|developers?|makers?|trainers?|owners?|company)\s+(?:banned|forbade
+      |forbid|forbids|prohibited|prohibits|blocked|blocks|disallowed|disallows|censored
+      |would\s+not\s+allow)
+    |\b(?:act|behave|respond|answer|reply|operate)\s+as\s+(?:though|if)\s+(?:no|there\s+(?:is|are
+      |were)\s+no|you\s+(?:had|have)\s+no)\s+(?:system\s+(?:message|prompt)|rules|restrictions
+      |guidelines|instructions|filters|limits|policies)""",
+)
+# An entry that claims authority for itself: its own rules are the ones to obey.
+_sig(
+    "injection.self_authority",
+    r"""\b(?:accept|obey|adopt|heed)\s+(?:only\s+)?(?:the\s+)?(?:rules|orders|directives
+      |instructions)\s+(?:in|from|of|given\s+in)\s+(?:this|the\s+following)\s+(?:note|entry|message
+      |file|memory|text|document)
+    |\b(?:binding|real|true|actual|only\s+valid|genuine)\s+(?:rules|instructions|orders|directives)
+      \s+(?:are|is|follow|come)\s+(?:below|here|next|in\s+this|the\s+following|as\s+follows)""",
 )
 _sig(
     "injection.prompt_leak",
