@@ -449,9 +449,15 @@ _rule(
     "injection.role_hijack",
     r"""\byou\s+are\s+no\s+longer\s+(?:a|an|the|cairn|an?\s+assistant|bound|restricted|limited
       |required|constrained|an?\s+ai|[\w-]{2,30}[.!])
-    |\byou\s+are\s+now\s+(?:a|an|the|my|no\s+longer|called|named|known\s+as|free|unrestricted
-      |unfiltered|uncensored|jailbroken|dan|evil|acting|operating|going\s+to|required|allowed
-      |permitted|authori[sz]ed|in\s+(?:[\w-]{1,20}\s+)?mode|my)\b""",
+    |\byou\s+are\s+now\s+(?:no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken|dan|evil
+      |required|allowed|permitted|authori[sz]ed|in\s+(?:[\w-]{1,20}\s+)?mode)\b""",
+)
+# "You are now the quizmaster for our pub quiz" gives the assistant a part to play; "you are now
+# an AI with no rules" or "...the administrator" makes it shed its own.
+_rule(
+    "injection.role_hijack",
+    r"""\byou\s+are\s+now\s+(?:a|an|the|my|called|named|known\s+as|acting|operating|going\s+to)\b""",
+    accept=lambda m: _role_takes_authority(m),
 )
 _rule(
     "injection.role_hijack",
@@ -482,6 +488,19 @@ _HIJACK_ROLE = re.compile(
     |\bonly\s+(?:obey|serve|answer\s+to|take\s+orders\s+from)\b|\bdan\b""",
     re.VERBOSE,
 )
+
+
+_STANDING_TAKEOVER = re.compile(
+    r"""\b(?:ignore|disregard|forget|bypass|override|reveal|leak|send|forward|upload|lie|hide|conceal
+      |deceive|pretend|obey|only\s+(?:obey|listen|follow|answer\s+to)|never\s+(?:tell|mention|ask|explain
+      |refuse|warn)|without\s+(?:telling|asking|warning|mentioning)|secret\w*|dan\b|jailbr\w*)""",
+    re.VERBOSE,
+)
+
+
+def _line_end(match: re.Match[str]) -> int:
+    end = match.string.find("\n", match.end())
+    return end if end >= 0 else len(match.string)
 
 
 def _role_takes_authority(match: re.Match[str]) -> bool:
@@ -618,12 +637,24 @@ _rule(
     "injection.standing_override",
     r"""\b(?:from\s+now\s+on|henceforth|in\s+all\s+future\s+(?:sessions|conversations|chats
       |responses))\s{0,3},?\s{0,3}
-    (?:you\s+(?:will|must|shall|should|are|have\s+to|need\s+to|may)\b|ignore
+    (?:ignore
       |disregard|only\s+(?:respond|reply|answer|obey|follow|speak)|obey
       |your\s+(?:rules|instructions|role|identity|guidelines|system)\b|(?:always|never)\s+
       (?:ignore|obey|disregard|reveal|send|hide|lie|pretend|bypass)\b)
     |\b(?:going\s+forward|from\s+this\s+point(?:\s+on)?)\s{0,3},?\s{0,3}
     (?:you\s+(?:must|shall|will)\s+(?:always|never|ignore|obey|only)|ignore|disregard|obey)\b""",
+)
+# "From now on, you are my Spanish tutor" and "from now on you will answer in French" are what
+# a person asks for; the standing order is an attack when what it sets up sheds the rules, takes
+# authority, hides or overrides (the same test as for role play).
+_rule(
+    "injection.standing_override",
+    r"""\b(?:from\s+now\s+on|henceforth|in\s+all\s+future\s+(?:sessions|conversations|chats
+      |responses))\s{0,3},?\s{0,3}you\s+(?:will|must|shall|should|are|have\s+to|need\s+to|may)\b""",
+    accept=lambda m: _role_takes_authority(m) or _STANDING_TAKEOVER.search(
+        m.string, m.end(), _line_end(m)
+    )
+    is not None,
 )
 _rule(
     "injection.standing_override",
@@ -1031,7 +1062,14 @@ _rule(
       |in\s+(?:all|every)\s+(?:future\s+)?(?:sessions?|conversations?|chats?))\b
     |\b(?:never|do\s+not|don't|must\s+not)\s+(?:ever\s+)?(?:delete|remove|forget|expire|overwrite
       |erase|drop|clear|discard)\s+(?:this|these|that)\s+(?:[\w-]{1,20}\s+)?
-    (?:entry|entries|memory|memories|instruction|instructions|rule|rules|note|notes|directive)\b
+    (?:instruction|instructions|rule|rules|directive|directives)\b
+    # an entry, a memory or a note: only when kept against whoever asks ("don't delete this
+    # entry: it has my policy number" is the person's own plea)
+    |\b(?:never|do\s+not|don't|must\s+not)\s+(?:ever\s+)?(?:delete|remove|forget|expire|overwrite
+      |erase|drop|clear|discard)\s+(?:this|these|that)\s+(?:[\w-]{1,20}\s+)?
+    (?:entry|entries|memory|memories|note|notes)\b[^.\n]{0,60}?\b(?:even\s+if|even\s+when
+      |under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless|whoever|if\s+(?:the\s+user
+      |anyone|someone|asked))
     |\b(?:this|these)\s+(?:instructions?|rules?|directives?|entry|note)\s+(?:must|should|shall
       |will)\s+(?:persist|survive|remain|stay|be\s+permanent|apply\s+to\s+all\s+future)\b
     # "...should stay until the migration is done" sets its own end: not a bid to outlive.
