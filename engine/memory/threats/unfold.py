@@ -325,13 +325,7 @@ _QP = re.compile(r"(?:=[0-9A-F]{2}){4,}(?:[^\s=]{0,3}(?:=[0-9A-F]{2}){2,})*")
 _QP_HINT = re.compile(r"=[0-9A-F]{2}=[0-9A-F]{2}=[0-9A-F]{2}")
 _A85 = re.compile(r"<~[!-u\sz]{10,}~>")
 _A85_HINT = re.compile(r"<~[!-u]")
-_ANY_ENCODED_HINT = re.compile(
-    "|".join(
-        f"(?:{h.pattern})"
-        for h in (_B32_HINT, _HEX_HINT, _MORSE_HINT, _ENTITY_HINT, _UESC_HINT, _BINARY_HINT,
-                  _CODES_HINT, _QP_HINT, _A85_HINT)
-    )
-)  # fmt: skip
+_DIGIT = re.compile(r"\d")
 _URLENC = re.compile(r"(?:%[0-9a-fA-F]{2}){3,}")
 _MORSE = re.compile(r"(?<![\w.-])[.\-]{1,7}(?:(?: {1,3}/ {1,3}| {1,3})[.\-]{1,7}){5,}(?![\w.-])")
 _MORSE_CODE = {
@@ -412,27 +406,36 @@ def _ascii85(blob: str) -> str | None:
         return None
 
 
+# Each encoding with a test cheaper than its hint, on what the text must hold for the hint to
+# match at all: hex, binary and character codes need a digit, morse a dash, the others their
+# marker. Most texts pass none of them, and then no hint is searched.
 _ENCODINGS: tuple[
-    tuple[str, re.Pattern[str], Callable[[str], str | None], re.Pattern[str]], ...
+    tuple[
+        str,
+        re.Pattern[str],
+        Callable[[str], str | None],
+        re.Pattern[str],
+        Callable[[str, bool], bool],
+    ],
+    ...,
 ] = (
-    ("base32", _B32, _b32, _B32_HINT),
-    ("hex", _HEX, _hex, _HEX_HINT),
-    ("morse", _MORSE, _morse, _MORSE_HINT),
-    ("html_entities", _ENTITY, _entities, _ENTITY_HINT),
-    ("unicode_escapes", _UESC, _escapes, _UESC_HINT),
-    ("binary", _BINARY, _binary, _BINARY_HINT),
-    ("char_codes", _CODES, _codes, _CODES_HINT),
-    ("quoted_printable", _QP, _quoted_printable, _QP_HINT),
-    ("ascii85", _A85, _ascii85, _A85_HINT),
+    ("base32", _B32, _b32, _B32_HINT, lambda text, digit: True),
+    ("hex", _HEX, _hex, _HEX_HINT, lambda text, digit: digit),
+    ("morse", _MORSE, _morse, _MORSE_HINT, lambda text, digit: "-" in text),
+    ("html_entities", _ENTITY, _entities, _ENTITY_HINT, lambda text, digit: "&#" in text),
+    ("unicode_escapes", _UESC, _escapes, _UESC_HINT, lambda text, digit: "\\u" in text),
+    ("binary", _BINARY, _binary, _BINARY_HINT, lambda text, digit: digit),
+    ("char_codes", _CODES, _codes, _CODES_HINT, lambda text, digit: digit),
+    ("quoted_printable", _QP, _quoted_printable, _QP_HINT, lambda text, digit: "=" in text),
+    ("ascii85", _A85, _ascii85, _A85_HINT, lambda text, digit: "<~" in text),
 )
 
 
 def _encoded_views(text: str) -> list[View]:
     views: list[View] = []
-    # One pass for the three hints first: most texts hold none of them.
-    decoders = _ENCODINGS if _ANY_ENCODED_HINT.search(text) is not None else ()
-    for how, pattern, decode, hint in decoders:
-        if hint.search(text) is None:
+    digit = _DIGIT.search(text) is not None
+    for how, pattern, decode, hint, may_hold in _ENCODINGS:
+        if not may_hold(text, digit) or hint.search(text) is None:
             continue
         for m in pattern.finditer(text):
             decoded = decode(m.group().strip())
