@@ -1079,9 +1079,14 @@ _rule(
       |directives?|orders?)\s+(?:[\w-]{1,20}\s+){0,3}?(?:forever|permanently|indefinitely
       |(?:in|for)\s+(?:every|each|all)\s+(?:future\s+)?(?:sessions?|conversations?)
       |across\s+(?:all\s+)?(?:future\s+)?sessions)\b
-    |\b(?:this|these)\s+(?:note|entry|entries|memory|memories|instruction|rule|directive)s?\s+
+    |\b(?:this|these)\s+(?:instruction|rule|directive)s?\s+
     (?:(?:is|are|must|should|shall|will|can|may)\s+)?(?:be\s+)?(?:never|not)\s+(?:be\s+)?
-    (?:removed|deleted|forgotten|erased|expired|cleared|overwritten|edited|changed)\b""",
+    (?:removed|deleted|forgotten|erased|expired|cleared|overwritten|edited|changed)\b
+    |\b(?:this|these)\s+(?:note|entry|entries|memory|memories)s?\s+
+    (?:(?:is|are|must|should|shall|will|can|may)\s+)?(?:be\s+)?(?:never|not)\s+(?:be\s+)?
+    (?:removed|deleted|forgotten|erased|expired|cleared|overwritten|edited|changed)\b[^.\n]{0,60}?
+    \b(?:even\s+if|even\s+when|under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless
+      |whoever|by\s+(?:the\s+user|anyone)|if\s+(?:the\s+user|anyone|someone|asked))""",
 )
 _chain(
     "persistence.remember_forever",
