@@ -333,8 +333,13 @@ class SqliteFullText:
         joined = (_JOIN_MESSAGES if where or walk.contains else "") + (
             _JOIN_SESSIONS if filters.on_sessions else ""
         )
+        # A message holding the substrings as written needs no folding: SQLite tells, and only
+        # the text of the others is read into Python.
+        verbatim = " AND ".join(f"instr(m.content, :sub{k})" for k in range(len(walk.contains)))
+        params.update((f"sub{k}", literal) for k, literal in enumerate(walk.contains))
+        text_ = f", CASE WHEN {verbatim} THEN NULL ELSE m.content END" if walk.contains else ""
         sql = (
-            f"SELECT f.rowid, d.sz{', m.content' if walk.contains else ''} FROM {walk.table} AS f "
+            f"SELECT f.rowid, d.sz{text_} FROM {walk.table} AS f "
             f"JOIN {walk.sizes}_docsize AS d ON d.id = f.rowid{joined} "
             f"WHERE {walk.table} MATCH :match{walk.also}{where} "
             f"ORDER BY f.rowid {'DESC' if newest else 'ASC'}"
@@ -357,7 +362,9 @@ class SqliteFullText:
             # the substrings themselves.
             found: Found = []
             for i, sz, content in cursor.execute(sql, params):
-                if all(_holds_substring(content, literal) for literal in walk.contains):
+                if content is None or all(
+                    _holds_substring(content, literal) for literal in walk.contains
+                ):
                     found.append((i, _token_count(sz)))
                     if len(found) == budget:
                         break
