@@ -243,7 +243,20 @@ def test_a_large_import_merges_less_while_it_runs_and_as_usual_after(
     import_sessions(
         store, _sessions(80), batch_size=10, progress=lambda *_: during.append(_automerge(store))
     )
-    assert {maintenance.BULK_AUTOMERGE} in during  # raised once past the threshold
+    assert during[0] == {maintenance.BULK_AUTOMERGE}  # raised from the first batch on
+    assert _automerge(store) == {maintenance.AUTOMERGE}
+    assert maintenance.check(store).ok
+
+    # Several batches, but too few messages to be merged whole: put back, unmerged.
+    monkeypatch.setattr(transfer, "OPTIMIZE_AFTER", 10**9)
+    during.clear()
+    import_sessions(
+        store,
+        _sessions(30, seed=5, prefix="u"),
+        batch_size=10,
+        progress=lambda *_: during.append(_automerge(store)),
+    )
+    assert during[0] == {maintenance.BULK_AUTOMERGE}
     assert _automerge(store) == {maintenance.AUTOMERGE}
     assert maintenance.check(store).ok
 

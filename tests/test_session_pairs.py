@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -54,6 +55,14 @@ def test_pairs_fold_case_and_accents_and_stay_one_token() -> None:
     # Folding that brings in ASCII punctuation must not split a pair: ⑴ is "(1)" under NFKC.
     assert all(re.fullmatch(r"[^\s\"()]+_[^\s\"()]+", p) for p in pair_text("⑴ x ½ ﬁle").split())
     assert pair_tokens(["a", "b", "a", "b"]) == ['"a_b"', '"b_a"']  # each pair asked once
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_is_split_as_the_word_pattern_splits_it(column: str) -> None:
+    # ASCII text takes a faster way to its words than WORD: its pairs must be the same.
+    words = WORD.findall(column.lower())
+    expected = dict.fromkeys(f"{a}_{b}" for a, b in pairwise(words))
+    assert pair_text(column, None, None) == " ".join(expected)
 
 
 def test_holds_phrase_compares_words_not_characters() -> None:

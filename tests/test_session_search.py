@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from engine.sessions.search import SearchError, SessionSearch
-from engine.sessions.store import NewMessage, SessionStore
+from engine.sessions.store import Message, NewMessage, SessionStore
 
 
 @pytest.fixture
@@ -171,6 +171,76 @@ def test_scroll_read_browse(store: SessionStore, search: SessionSearch) -> None:
         search("scroll", session_id="missing")
     with pytest.raises(SearchError):
         search("teleport")
+
+
+def _expected_scroll(
+    messages: list[Message], anchor: int | None, direction: str, window: int
+) -> tuple[list[int], bool, bool]:
+    """What a scroll shows, from the whole session: its messages and whether there is more
+    before and after them."""
+    ids = [m.id for m in messages]
+    if anchor is None:
+        anchor = 0 if direction != "backward" else 2**62
+    if direction == "around":
+        before, after = [i for i in ids if i < anchor], [i for i in ids if i >= anchor]
+        shown = before[-window:] + after[: window + 1]
+        more = (len(before) > window, len(after) > window + 1)
+    elif direction == "forward":
+        after = [i for i in ids if i > anchor]
+        shown, more = after[:window], (any(i <= anchor for i in ids), len(after) > window)
+    else:
+        before = [i for i in ids if i < anchor]
+        shown, more = before[-window:], (len(before) > window, any(i >= anchor for i in ids))
+    return shown, bool(shown) and more[0], bool(shown) and more[1]
+
+
+def test_scroll_shows_each_side_of_its_anchor_and_whether_there_is_more(
+    store: SessionStore, search: SessionSearch
+) -> None:
+    # Two sessions written in turns, so that neither one's ids are contiguous.
+    ours = store.create_session(title="ours", source="telegram")
+    other = store.create_session(title="other")
+    for turn in range(12):
+        store.append(ours.id, [NewMessage(role="user", content=f"ours {turn}")] * (turn % 3 + 1))
+        store.append(other.id, [NewMessage(role="user", content=f"other {turn}")])
+    messages = store.messages(ours.id)
+    read = search("read", session_id=ours.id)  # the whole session: 24 messages
+    assert len(read["messages"]) == len(messages) == 24
+    shown_of = {m["id"]: m for m in read["messages"]}
+    session = {k: v for k, v in read.items() if k not in ("mode", "messages", "omitted")}
+    session.pop("last_messages")
+    for anchor in [None, *(m.id for m in messages)]:
+        for direction in ("around", "forward", "backward"):
+            for window in (1, 2, 5, 20, 99):  # 99 is taken as the largest, 20
+                got = search(
+                    "scroll",
+                    session_id=ours.id,
+                    anchor_id=anchor,
+                    direction=direction,
+                    window=window,
+                )
+                expected = _expected_scroll(messages, anchor, direction, min(window, 20))
+                shown = [m["id"] for m in got["messages"]]
+                assert (shown, got["has_earlier"], got["has_later"]) == expected, (
+                    anchor,
+                    direction,
+                    window,
+                )
+                assert got["messages"] == [shown_of[i] for i in shown]
+                assert {k: got[k] for k in session} == session
+    empty = store.create_session(title="empty")
+    quiet = search("scroll", session_id=empty.id)
+    assert quiet["messages"] == [] and not quiet["has_earlier"] and not quiet["has_later"]
+    assert quiet["title"] == "empty"
+    foreign = store.messages(other.id)[0].id
+    with pytest.raises(SearchError, match="belongs to session"):
+        search("scroll", session_id=ours.id, anchor_id=foreign)
+    with pytest.raises(SearchError, match="belongs to session"):
+        search("scroll", session_id="missing", anchor_id=foreign)
+    with pytest.raises(SearchError, match="no message"):
+        search("scroll", session_id=ours.id, anchor_id=10**9)
+    with pytest.raises(SearchError, match="no message"):
+        search("scroll", session_id="missing", anchor_id=10**9)
 
 
 HOSTILE = [

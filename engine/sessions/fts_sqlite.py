@@ -27,8 +27,10 @@ one that mentions it in passing.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +79,7 @@ class _Walk:
     confirm: tuple[tuple[str, ...], ...] = ()  # phrases of 3+ words to confirm on the text
     flip: _Walk | None = None  # the same matches, walked through the other index
     fallback: _Walk | None = None  # the same matches, for when both indexes have many
+    contains: tuple[str, ...] = ()  # substrings each match's content must hold (see below)
 
 
 def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
@@ -124,6 +127,56 @@ def _ids(ids: Sequence[int]) -> str:
     return ", ".join(str(int(i)) for i in ids)
 
 
+# -- substrings ----------------------------------------------------------------------------
+# The trigram index keeps no positions (migration 0007: detail='none', a quarter of the size
+# and a third less work for each message written), so FTS5 cannot match a phrase of trigrams
+# there. A substring of more than three characters is looked up as all of its trigrams and
+# confirmed on each message's text, which is what the phrase of its trigrams matched: the text
+# holding it with each character folded as the trigram tokenizer folds it.
+
+
+def _trigrams(literal: str) -> list[str]:
+    """The trigram index's tokens of ``literal`` (three characters or more), each quoted as an
+    FTS5 string (``literal`` holds no double quote) and each once."""
+    return list(dict.fromkeys(f'"{literal[i : i + 3]}"' for i in range(len(literal) - 2)))
+
+
+@functools.cache
+def _trigram_folding() -> dict[int, int]:
+    """The trigram tokenizer's case folding as a ``str.translate`` table, asked of FTS5 itself
+    once per process: its Unicode tables are not Python's (it folds ``µ`` and ``ς``, which
+    ``str.lower`` keeps, and not the letters Unicode cased since). Only the characters that
+    Python lowers or folds, plus the two FTS5 is known to fold besides, are asked about."""
+    suspects = [
+        c
+        for c in range(0x80, 0x1F000)
+        if not 0xD800 <= c < 0xE000 and (chr(c).lower() != chr(c) or chr(c).casefold() != chr(c))
+    ] + [0xFFFE, 0xFFFF]
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(c, tokenize='trigram')")
+        db.executemany("INSERT INTO t(rowid, c) VALUES (?, ?)", [(c, chr(c) * 3) for c in suspects])
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        table = {int(doc): ord(term[0]) for term, doc in db.execute("SELECT term, doc FROM v")}
+    finally:
+        db.close()
+    folding = {c: f for c, f in table.items() if f != c}
+    folding.update((c, c + 32) for c in range(ord("A"), ord("Z") + 1))
+    return folding
+
+
+def _holds_substring(content: str | None, literal: str) -> bool:
+    """Whether ``content`` holds ``literal`` as the trigram index compares text."""
+    if not content:
+        return False
+    if literal in content:  # folding is character by character: as written is enough
+        return True
+    if content.isascii() and literal.isascii():
+        return literal.lower() in content.lower()
+    folding = _trigram_folding()
+    return literal.translate(folding) in content.translate(folding)
+
+
 class SqliteFullText:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -155,17 +208,20 @@ class SqliteFullText:
         return " AND ".join(grams) if grams else None
 
     def _substring_walk(self, query: Query) -> _Walk | None:
-        parts = query.substrings()
+        literals = [part[1:-1] for part in query.substrings()]
         grams = self._gram_match(query)
-        if not parts:
+        if not literals:
             return None if grams is None else _Walk(GRAM_TABLE, grams, GRAM_TABLE)
+        match = " AND ".join(dict.fromkeys(t for lit in literals for t in _trigrams(lit)))
+        # A literal of three characters is one trigram: the index alone answers it.
+        contains = tuple(dict.fromkeys(lit for lit in literals if len(lit) > 3))
         if grams is None:
-            return _Walk(TRIGRAM_TABLE, " AND ".join(parts), TRIGRAM_TABLE)
+            return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, contains=contains)
         # The short CJK terms must be in the gram index's matches too. The unary + keeps
         # SQLite from handing the IN list to FTS5 as rowid lookups, which runs the trigram
         # query once per gram match and loses the index's id order.
         also = f" AND +f.rowid IN (SELECT rowid FROM {GRAM_TABLE} WHERE {GRAM_TABLE} MATCH :grams)"
-        return _Walk(TRIGRAM_TABLE, " AND ".join(parts), TRIGRAM_TABLE, also, {"grams": grams})
+        return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, also, {"grams": grams}, contains=contains)
 
     def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
         """Messages holding every one of ``terms`` and none of ``excluded``."""
@@ -272,14 +328,24 @@ class SqliteFullText:
         if ids is not None:
             where += " AND f.rowid BETWEEN :first_id AND :last_id"
             params.update(first_id=ids[0], last_id=ids[1])
-        # Each join costs a lookup for every match walked: only those the filters need.
-        joined = (_JOIN_MESSAGES if where else "") + (_JOIN_SESSIONS if filters.on_sessions else "")
+        # Each join costs a lookup for every match walked: only those the filters or the
+        # confirmation of substrings need.
+        joined = (_JOIN_MESSAGES if where or walk.contains else "") + (
+            _JOIN_SESSIONS if filters.on_sessions else ""
+        )
+        # A message holding the substrings as written needs no folding: SQLite tells, and only
+        # the text of the others is read into Python.
+        verbatim = " AND ".join(f"instr(m.content, :sub{k})" for k in range(len(walk.contains)))
+        params.update((f"sub{k}", literal) for k, literal in enumerate(walk.contains))
+        text_ = f", CASE WHEN {verbatim} THEN NULL ELSE m.content END" if walk.contains else ""
         sql = (
-            f"SELECT f.rowid, d.sz FROM {walk.table} AS f "
+            f"SELECT f.rowid, d.sz{text_} FROM {walk.table} AS f "
             f"JOIN {walk.sizes}_docsize AS d ON d.id = f.rowid{joined} "
             f"WHERE {walk.table} MATCH :match{walk.also}{where} "
-            f"ORDER BY f.rowid {'DESC' if newest else 'ASC'} LIMIT :budget"
+            f"ORDER BY f.rowid {'DESC' if newest else 'ASC'}"
         )
+        if not walk.contains:
+            sql += " LIMIT :budget"
         params.update(walk.params, match=walk.match, budget=budget)
         # Hundreds of rows: straight from the driver's cursor, which returns plain tuples at
         # a fraction of the cost of building a result row for each. In the connection's
@@ -290,7 +356,19 @@ class SqliteFullText:
         assert driver is not None  # an open SQLAlchemy connection always has one
         cursor = driver.cursor()
         try:
-            return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
+            if not walk.contains:
+                return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
+            # Candidates that hold every trigram, in id order, until ``budget`` of them hold
+            # the substrings themselves.
+            found: Found = []
+            for i, sz, content in cursor.execute(sql, params):
+                if content is None or all(
+                    _holds_substring(content, literal) for literal in walk.contains
+                ):
+                    found.append((i, _token_count(sz)))
+                    if len(found) == budget:
+                        break
+            return found
         finally:
             cursor.close()
 

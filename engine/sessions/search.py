@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -69,11 +69,13 @@ def parse_time(value: str | float | int | None) -> float | None:
 
 
 # What a result shows of its session: one session, and every session of a page of results.
-_SESSION_FIELDS = (
-    "SELECT id AS session_id, title, source, started_at, ended_at, end_reason, "
-    "parent_session_id, root_session_id, message_count FROM sessions"
+_SESSION_COLUMNS = (
+    "id AS session_id, title, source, started_at, ended_at, end_reason, "
+    "parent_session_id, root_session_id, message_count"
 )
+_SESSION_FIELDS = f"SELECT {_SESSION_COLUMNS} FROM sessions"
 _SESSION_SQL = text(f"{_SESSION_FIELDS} WHERE id = :sid")
+_ANCHOR_SQL = text("SELECT session_id FROM messages WHERE id = :anchor")
 _COLUMNS = "id, role, content, timestamp, tool_name, tool_calls"
 _BEFORE_SQL = text(
     f"SELECT {_COLUMNS} FROM messages WHERE session_id = :sid AND id < :at "
@@ -138,6 +140,39 @@ def _before(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
 def _from(conn: Connection, sid: str, at: int, n: int) -> list[Any]:
     """Up to ``n`` messages from id ``at`` on."""
     return list(conn.execute(_FROM_SQL, {"sid": sid, "at": at, "n": n}).all())
+
+
+# A scroll in one statement (each costs more in Python than in SQLite): the session, the
+# session of the anchor, and the messages on both sides of the anchor, each row tagged with
+# its side (NULL when the window is empty).
+_SCROLL_SQL = text(
+    f"SELECT s.*, w.* FROM (SELECT {_SESSION_COLUMNS}, "
+    "(SELECT m.session_id FROM messages AS m WHERE m.id = :anchor) AS anchor_session "
+    "FROM sessions WHERE id = :sid) AS s LEFT JOIN ("
+    f"SELECT 0 AS part, p.* FROM (SELECT {_COLUMNS} FROM messages WHERE session_id = :sid "
+    "AND id < :before ORDER BY id DESC LIMIT :n_before) AS p UNION ALL "
+    f"SELECT 1 AS part, p.* FROM (SELECT {_COLUMNS} FROM messages WHERE session_id = :sid "
+    "AND id >= :after ORDER BY id LIMIT :n_after) AS p) AS w ON 1 = 1"
+)
+_SESSION_KEYS = tuple(c.split(" AS ")[-1].strip() for c in _SESSION_COLUMNS.split(","))
+_ScrollRow = namedtuple(  # type: ignore[misc]  # the columns of _SCROLL_SQL, in order
+    "_ScrollRow", [*_SESSION_KEYS, "anchor_session", "part", *_COLUMNS.split(", ")]
+)
+
+
+def _scroll_rows(conn: Connection, params: dict[str, Any]) -> list[Any]:
+    """_SCROLL_SQL's rows. On SQLite straight from the driver's cursor: building SQLAlchemy's
+    result for a statement costs several times what SQLite spends answering it, and a single
+    statement reads one snapshot without a transaction of its own."""
+    if conn.dialect.name != "sqlite":
+        return list(conn.execute(_SCROLL_SQL, params).all())
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open SQLAlchemy connection always has one
+    cursor = driver.cursor()
+    try:
+        return list(map(_ScrollRow._make, cursor.execute(_SCROLL_SQL.text, params)))
+    finally:
+        cursor.close()
 
 
 _CARD_FIELDS = {
@@ -417,38 +452,54 @@ class SessionSearch:
         window = clamp(window, DEFAULT_WINDOW, 1, MAX_WINDOW)
         if direction not in ("around", "forward", "backward"):
             raise SearchError(f"unknown direction {direction!r}: use around, forward or backward")
-        if anchor_id is not None:
+        given = anchor_id is not None
+        if anchor_id is None:
+            anchor_id = 0 if direction != "backward" else 2**62
+        # One message more than shown on each side tells whether there is more that way;
+        # moving one way, a single message the other way tells whether there is more there.
+        if direction == "around":
+            sides = (anchor_id, window + 1, anchor_id, window + 2)
+        elif direction == "forward":
+            sides = (anchor_id + 1, 1, anchor_id + 1, window + 1)
+        else:
+            sides = (anchor_id, window + 1, anchor_id, 1)
+        params: dict[str, Any] = dict(
+            zip(("before", "n_before", "after", "n_after"), sides, strict=True)
+        )
+        params.update(sid=session_id, anchor=anchor_id if given else None)
+        with self.store.engine.connect() as conn:
+            rows = _scroll_rows(conn, params)
+            owner = rows[0].anchor_session if rows else None
+            if given and not rows:
+                owner = conn.execute(_ANCHOR_SQL, {"anchor": anchor_id}).scalar()
+        if given:
             # A made-up or mistyped anchor must fail loudly: messages of some other place
             # coming back would pass for the ones asked about.
-            anchor = self.store.message(anchor_id)
-            if anchor is None:
+            if owner is None:
                 raise SearchError(f"no message {anchor_id} (anchor_id comes from a result)")
-            if anchor.session_id != session_id:
+            if owner != session_id:
                 raise SearchError(
-                    f"message {anchor_id} belongs to session {anchor.session_id}, not {session_id}"
+                    f"message {anchor_id} belongs to session {owner}, not {session_id}"
                 )
+        if not rows:
+            raise SearchError(f"no session {session_id!r}")
+        info = {key: getattr(rows[0], key) for key in _SESSION_KEYS}
+        # Each side in id order: a UNION ALL promises no order of its own.
+        before = sorted((r for r in rows if r.part == 0), key=lambda m: m.id)
+        after = sorted((r for r in rows if r.part == 1), key=lambda m: m.id)
+        more_before, more_after = bool(before), bool(after)
+        if direction != "forward":
+            more_before = len(before) > window
+            before = before[1:] if more_before else before
         else:
-            anchor_id = 0 if direction != "backward" else 2**62
-        with self.store.engine.connect() as conn:
-            info = _session(conn, session_id)
-            before: list[Any] = []
-            after: list[Any] = []
-            # One message more than shown on each side tells whether there is more that way.
-            if direction != "forward":
-                before = _before(conn, session_id, anchor_id, window + 1)
-                more_before = len(before) > window
-                before = before[1:] if more_before else before
-            if direction != "backward":
-                shown = window + 1 if direction == "around" else window
-                start = anchor_id if direction == "around" else anchor_id + 1
-                after = _from(conn, session_id, start, shown + 1)
-                more_after = len(after) > shown
-                after = after[:shown]
-            messages = before + after
-            if messages and direction == "forward":
-                more_before = bool(_before(conn, session_id, messages[0].id, 1))
-            if messages and direction == "backward":
-                more_after = bool(_from(conn, session_id, messages[-1].id + 1, 1))
+            before = []
+        if direction != "backward":
+            shown = window + 1 if direction == "around" else window
+            more_after = len(after) > shown
+            after = after[:shown]
+        else:
+            after = []
+        messages = before + after
         return {
             "mode": "scroll",
             **info,

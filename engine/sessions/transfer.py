@@ -357,8 +357,9 @@ def import_sessions(
             if len(batch) >= batch_size or batch_messages >= MAX_BATCH_MESSAGES:
                 importer.flush(batch)
                 batch, batch_messages = [], 0
-                if not merging_less and report.messages_imported >= OPTIMIZE_AFTER:
-                    # Large enough to be merged whole at the end: merge less along the way.
+                if not merging_less:
+                    # More than a batch: merge less along the way (merged whole at the end
+                    # when it is large, put back to the usual otherwise).
                     maintenance.set_automerge(store, maintenance.BULK_AUTOMERGE)
                     merging_less = True
                 if progress is not None:
@@ -369,7 +370,7 @@ def import_sessions(
             maintenance.optimize(store)  # which also merges as usual again
             merging_less = False
     finally:
-        if merging_less:  # stopped by an error: merge as usual, unmerged
+        if merging_less:  # not merged at the end (smaller, or stopped by an error): as usual
             maintenance.set_automerge(store, maintenance.AUTOMERGE)
     if progress is not None:
         progress(report.lines_read, report.messages_imported)
