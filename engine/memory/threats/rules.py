@@ -651,10 +651,10 @@ _rule(
     "injection.standing_override",
     r"""\b(?:from\s+now\s+on|henceforth|in\s+all\s+future\s+(?:sessions|conversations|chats
       |responses))\s{0,3},?\s{0,3}you\s+(?:will|must|shall|should|are|have\s+to|need\s+to|may)\b""",
-    accept=lambda m: _role_takes_authority(m) or _STANDING_TAKEOVER.search(
-        m.string, m.end(), _line_end(m)
-    )
-    is not None,
+    accept=lambda m: (
+        _role_takes_authority(m)
+        or _STANDING_TAKEOVER.search(m.string, m.end(), _line_end(m)) is not None
+    ),
 )
 _rule(
     "injection.standing_override",
