@@ -48,7 +48,7 @@ from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question
-from engine.sessions.words import stem
+from engine.sessions.words import is_filler, stem
 
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
@@ -71,6 +71,56 @@ COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
 MIN_SPLIT = 3  # letters on each side of a compound's split
 MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run together
+# What a candidate's score is made of, each a sum over the concepts it has (a concept's BM25
+# idf × its weight × the saturation of the message, or of the turn it answers), and the weight
+# of each in the score. The weights are learned on the recall benchmark's tuning batch
+# (``tests/benchmarks/recall.py --train``), see docs/sessions.md.
+FEATURES = (
+    "exact",  # a word as typed, in the message
+    "stemmed",  # another form of it (stem, compound, agent noun's verb)
+    "answer",  # only in the turn the message answers, and that turn asks
+    "context",  # only in the turn before a short message, which does not ask
+    "indexed",  # found by the index, not in the scanned head (a long message)
+    "speaker",  # a name concept, where the message is said by that person (``Name: …``)
+    "near",  # concepts within a few words of each other in the message
+    "near_context",  # the same in the turn answered
+    "phrase",  # the whole question as typed, word for word
+    "all",  # every concept of the topic (names aside) is there
+    "flat",  # the same two (another form at 0.85 of the typed one), not length-normalised
+    "news",  # words of its own beyond the question's: an answer tells something
+)
+(
+    _EXACT,
+    _STEMMED,
+    _ANSWER,
+    _CONTEXT,
+    _INDEXED,
+    _SPEAKER_F,
+    _NEAR,
+    _NEAR_CONTEXT,
+    _PHRASE,
+    _ALL,
+    _FLAT,
+    _NEWS,
+) = range(len(FEATURES))
+# The design's own weights before they were learned (the constants above).
+HAND_WEIGHTS = (
+    EXACT,
+    STEMMED,
+    ANSWER,
+    CONTEXT,
+    CONTEXT,
+    SPEAKER - 1,
+    1.0,
+    ANSWER,
+    PHRASE,
+    0.0,
+    0.0,
+    0.0,
+)
+SESSION_WEIGHTS_HAND = (NAME_IN_SESSION, COVER, RUNNER_UP)
+SESSION_WEIGHTS = (1.5, 0.25, 0.2)
+WEIGHTS = (0.0, 0.0, 0.375, 0.051, 0.104, 0.647, 0.250, 0.158, 0.104, 0.0, 0.363, 0.035)
 _ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
 # The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
 # and whether it asks.
@@ -111,6 +161,7 @@ class Ranked:
 
     hit: Hit
     second: int | None
+    topical: bool = True  # some message of it has a word of the topic, not only a name
 
 
 @dataclass
@@ -133,6 +184,13 @@ def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
 
 class Recall:
     rows_sql = _ROWS  # the candidates' text, context and whether they ask
+    weights: tuple[float, ...] = WEIGHTS
+    # A conversation's own terms: the rest of a name's weight when the session has the name,
+    # each concept another message covers, and the runner-up message.
+    session_weights: tuple[float, float, float] = SESSION_WEIGHTS
+    # Called with each round's candidates and their features (id, features + whether it
+    # asks): how tests/benchmarks/recall.py --train sees what the score is made of.
+    observer: Callable[[list[tuple[int, tuple[float, ...]]]], None] | None = None
 
     def __init__(self, fts: SqliteFullText) -> None:
         self.fts = fts
@@ -312,7 +370,7 @@ class Recall:
         pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
-        ranked = _conversations(scored, idf, weights, names)
+        ranked = _conversations(scored, idf, weights, names, self.session_weights)
         if names:
             said = {k: {i for f in found[k] for i, _ in f} for k in names}
             ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
@@ -338,10 +396,12 @@ class Recall:
         for score, r in ranked:
             low, high = spans.get(r.hit.session_id, (0, -1))
             for k, form in names:
+                if not r.topical:
+                    break  # the name picks among conversations about the topic, no others
                 # The name's own walk already saw some of its messages: no seek for those.
                 known = any(low <= i <= high for i in said[k])
                 if known or self._said_in(form, r.hit.session_id, low, high):
-                    score += NAME_IN_SESSION * idf[k]
+                    score += self.session_weights[0] * idf[k]
             out.append((score, r))
         out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
         return out
@@ -386,8 +446,11 @@ class Recall:
             scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
         average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
         out = []
+        recorded: list[tuple[int, tuple[float, ...]]] = []
+        topic = [k for k in range(len(patterns)) if k not in names]
+        topic_worth = sum(idf[k] * weights[k] for k in topic)
         for row, folded, context, context_tokens, body in scanned:
-            answers = ANSWER if context.rstrip().endswith("?") else CONTEXT
+            answers = context.rstrip().endswith("?")
             folded_context = _folded(context) if context else ""
             cut = bool(row.cut)
             matched: dict[int, float] = {}
@@ -395,43 +458,53 @@ class Recall:
             said_before: dict[int, list[int]] = {}  # positions in the context
             in_body = scanner.find(folded)
             in_context = scanner.find(folded_context) if folded_context else None
-            for k in range(len(patterns)):
-                strength, at = in_body[k]
-                if not strength and in_context is not None:
-                    found, before = in_context[k]
-                    if found:
-                        strength = answers
-                        said_before[k] = before
-                if not strength and k in holds.get(row.id, ()):
-                    # The index found it where the text check did not (past the scanned
-                    # head of a long message, or a word the two stemmers see apart).
-                    strength = STEMMED if cut else CONTEXT
-                if strength:
-                    matched[k] = strength
-                    if at:
-                        where[k] = at
             saturation = _saturation(body, average)
             # A concept found in the context counts as it would in the message it answers.
             by_context = _saturation(max(1, context_tokens), average)
             speaker = _speaker(folded)
-            score = sum(
-                idf[k]
-                * weights[k]
-                * s
-                * (saturation if k in where else by_context)
-                * (SPEAKER if speaker is not None and names.get(k) == speaker else 1.0)
-                for k, s in matched.items()
-            )
-            score += _proximity(where, idf, weights) * saturation
+            f = [0.0] * len(FEATURES)
+            for k in range(len(patterns)):
+                worth = idf[k] * weights[k]
+                strength, at = in_body[k]
+                if strength:
+                    f[_EXACT if strength == EXACT else _STEMMED] += worth * saturation
+                    f[_FLAT] += worth * strength
+                    where[k] = at
+                elif in_context is not None and in_context[k][0]:
+                    strength = ANSWER if answers else CONTEXT
+                    f[_ANSWER if answers else _CONTEXT] += worth * by_context
+                    said_before[k] = in_context[k][1]
+                elif k in holds.get(row.id, ()):
+                    # The index found it where the text check did not (past the scanned
+                    # head of a long message, or a word the two stemmers see apart).
+                    strength = STEMMED if cut else CONTEXT
+                    f[_INDEXED] += worth * by_context
+                if not strength:
+                    continue
+                matched[k] = strength
+                if speaker is not None and names.get(k) == speaker:
+                    # Said by the person the question names, not only to them.
+                    f[_SPEAKER_F] += worth * (saturation if k in where else by_context)
+            f[_NEAR] = _proximity(where, idf, weights) * saturation
             # The words of the turn answered stand together there as they do in that turn.
-            score += _proximity(said_before, idf, weights) * by_context * answers
+            f[_NEAR_CONTEXT] = _proximity(said_before, idf, weights) * by_context
             if whole and holds_phrase([folded], whole):
                 # The whole question as typed, word for word: what the phrase form used to
                 # return alone comes first, and the rest fills up to the limit.
-                score += PHRASE * sum(idf[k] * weights[k] for k in matched) * saturation
+                f[_PHRASE] = sum(idf[k] * weights[k] for k in matched) * saturation
+            if topic and all(k in matched for k in topic):
+                # Every word of the topic, in the message or the turn it answers.
+                f[_ALL] = topic_worth
+            if matched:
+                f[_NEWS] = topic_worth * _news(folded, scanner) / NEWS_CAP
+            score = sum(w * x for w, x in zip(self.weights, f, strict=True))
             if row.asks:
                 score *= ASKING
+            if self.observer is not None:
+                recorded.append((row.id, (*f, float(bool(row.asks)))))
             out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
+        if self.observer is not None:
+            self.observer(recorded)
         return out
 
 
@@ -476,6 +549,22 @@ class _Patterns:
         self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
 
 
+NEWS_CHARS, NEWS_CAP = 300, 8  # of a message's head, its words of its own counted (up to)
+_NEWS_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def _news(folded: str, scanner: _Scanner) -> int:
+    """How many words of its own a message has, beyond filler and the question's words
+    (counted in its first NEWS_CHARS characters, up to NEWS_CAP): "Went to see Coldplay live
+    downtown" tells something, "Gotta go, bye!" does not."""
+    own = {
+        w
+        for w in _NEWS_WORD.findall(folded, 0, NEWS_CHARS)
+        if not is_filler(w) and w[:3] not in scanner.heads
+    }
+    return min(NEWS_CAP, len(own))
+
+
 def _saturation(length: int, average: float) -> float:
     """BM25's term-frequency part for one occurrence in a message of ``length`` tokens."""
     return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
@@ -487,9 +576,8 @@ class _Scanner:
 
     def __init__(self, patterns: list[_Patterns]) -> None:
         self.patterns = patterns
-        heads = sorted(
-            {w[:3] for p in patterns for w in (*p.words, *p.stems)}, key=len, reverse=True
-        )
+        self.heads = {w[:3] for p in patterns for w in (*p.words, *p.stems)}
+        heads = sorted(self.heads, key=len, reverse=True)
         self.word = (
             re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
             if heads
@@ -539,7 +627,11 @@ def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[
 
 
 def _conversations(
-    scored: list[_Scored], idf: list[float], weights: Sequence[float], names: list[int]
+    scored: list[_Scored],
+    idf: list[float],
+    weights: Sequence[float],
+    names: list[int],
+    session_weights: Sequence[float] = (NAME_IN_SESSION, COVER, RUNNER_UP),
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
     counted per session instead: see Recall._named)."""
@@ -554,12 +646,13 @@ def _conversations(
         others = {k for m in messages[1:] for k in m.matched} - set(best.matched) - set(names)
         for k in others:
             strength = max(m.matched.get(k, 0.0) for m in messages[1:])
-            extra += COVER * idf[k] * weights[k] * strength
+            extra += session_weights[1] * idf[k] * weights[k] * strength
         second = next((m for m in messages[1:] if m.session_id == best.session_id), None)
         if len(messages) > 1:
-            extra += RUNNER_UP * messages[1].score
+            extra += session_weights[2] * messages[1].score
         total = best.score + extra
         hit = Hit(best.id, best.session_id, best.root, total)
-        ranked.append((total, Ranked(hit, second.id if second else None)))
+        topical = any(k not in names for m in messages for k in m.matched)
+        ranked.append((total, Ranked(hit, second.id if second else None, topical)))
     ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
     return ranked
