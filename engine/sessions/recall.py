@@ -10,25 +10,28 @@ is indexed with the text it answers (its ``context`` column), so "A sunset over 
 found by "what did Caroline paint".
 
 The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best of them
-(twelve per result wanted) are read and scored again on their text, where more is known:
+(twelve per result wanted) are read and scored again on their text, where more is known: a
+weighted sum of named features (FEATURES: the word as typed or in another form, in the turn a
+reply answers, said by the person the question names, near each other, the whole phrase, the
+words of its own a message has…), whose weights are learned on the recall benchmark's tuning
+batch (``tests/benchmarks/recall.py --train``) and committed here. A message that only asks
+("…?") counts for less than the answer that follows it; a participant's name counts for a
+third of a word of the topic (question.py).
 
-* a word as typed counts more than another form of it, and a word only in the context of a
-  reply counts for less;
-* concepts near each other in a message add a proximity bonus;
-* a message that only asks ("…?") counts for less than the answer that follows it;
-* the name of a participant counts for a third of a word of the topic (question.py).
-
-Then whole conversations are ranked: the best message, plus half the weight of each concept
-that the best message lacks and another message of the conversation has (the name said in one
-turn, the topic in the next), plus a fifth of the runner-up. The card shows the best message
-and, when it is elsewhere in the session, the runner-up.
+Then whole conversations are ranked: the best message, plus a share of the weight of each
+concept that the best message lacks and another message of the conversation has, a share of
+the runner-up, and a share of each name the session holds (only in a conversation about the
+topic). The card shows the best message and, when it is elsewhere in the session, the
+runner-up.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import operator
 import re
+import string
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,7 +51,7 @@ from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question
-from engine.sessions.words import is_filler, stem
+from engine.sessions.words import FILLER, stem
 
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
@@ -497,7 +500,7 @@ class Recall:
                 f[_ALL] = topic_worth
             if matched:
                 f[_NEWS] = topic_worth * _news(folded, scanner) / NEWS_CAP
-            score = sum(w * x for w, x in zip(self.weights, f, strict=True))
+            score = sum(map(operator.mul, self.weights, f))
             if row.asks:
                 score *= ASKING
             if self.observer is not None:
@@ -549,20 +552,21 @@ class _Patterns:
         self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
 
 
-NEWS_CHARS, NEWS_CAP = 300, 8  # of a message's head, its words of its own counted (up to)
-_NEWS_WORD = re.compile(r"[^\W\d_]{3,}")
+NEWS_CHARS, NEWS_CAP = 200, 8  # of a message's head, its words of its own counted (up to)
+# Punctuation and digits to spaces (an apostrophe too: "don't" is "don" and "t", as the
+# filler list has them).
+_NOT_LETTERS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’“”…", " "))
 
 
 def _news(folded: str, scanner: _Scanner) -> int:
     """How many words of its own a message has, beyond filler and the question's words
     (counted in its first NEWS_CHARS characters, up to NEWS_CAP): "Went to see Coldplay live
-    downtown" tells something, "Gotta go, bye!" does not."""
-    own = {
-        w
-        for w in _NEWS_WORD.findall(folded, 0, NEWS_CHARS)
-        if not is_filler(w) and w[:3] not in scanner.heads
-    }
-    return min(NEWS_CAP, len(own))
+    downtown" tells something, "Gotta go, bye!" does not. Split and filtered in C (translate,
+    split, a set difference) before the loop over the few words left."""
+    own = set(folded[:NEWS_CHARS].translate(_NOT_LETTERS).split())
+    own -= FILLER
+    heads = scanner.heads
+    return min(NEWS_CAP, sum(1 for w in own if len(w) > 2 and w[:3] not in heads))
 
 
 def _saturation(length: int, average: float) -> float:

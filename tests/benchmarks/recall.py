@@ -1,7 +1,7 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
-    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|all]
-        [--misses N] [--postgres URL]
+    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|
+        natural|all] [--misses N] [--postgres URL] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -18,11 +18,15 @@ evidence on purpose: synonyms, other inflections (``adopted`` / ``adoption``), c
 (``road trip`` / ``roadtrips``), question words, the speaker's name. Each question lists its
 evidence turns and their sessions.
 
-Three batches, each from its own templates: ``tuning`` (the phrasings Cairn was tuned on),
-``held-out`` (other phrasings of the same facts, never looked at while tuning) and ``fresh``
-(templates written after tuning, over an archive generated with another seed). Each prints, for
-Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the same
-run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
+Six batches, each from its own templates: ``tuning`` (the phrasings Cairn is tuned on, and the
+only batch ``--train`` learns from), ``held-out`` (other phrasings of the same facts, never
+looked at while tuning), ``fresh`` and ``new`` (written at later rounds, over archives of other
+seeds), ``unseen`` (phrasings of its own, written before the learned weights, measured only)
+and ``natural`` (written with unseen: questions that share words with the evidence the way
+people ask, the name, a question word and a word of the evidence, over an archive with echoes,
+turns that say the same words of someone else; a plain index is strong there). Each prints,
+for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
+same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
 * session@5: an evidence session is among the 5 results;
 * evidence@5: an evidence turn is one of the 5 matched messages (Cairn: each card's match);
