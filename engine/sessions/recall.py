@@ -123,7 +123,7 @@ HAND_WEIGHTS = (
 )
 SESSION_WEIGHTS_HAND = (NAME_IN_SESSION, COVER, RUNNER_UP)
 SESSION_WEIGHTS = (1.5, 0.25, 0.2)
-WEIGHTS = (0.0, 0.0, 0.375, 0.051, 0.104, 0.647, 0.250, 0.158, 0.104, 0.0, 0.363, 0.035)
+WEIGHTS = (0.0, 0.0, 0.374, 0.051, 0.104, 0.648, 0.251, 0.157, 0.104, 0.001, 0.362, 0.036)
 _ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
 # The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
 # and whether it asks.
@@ -174,6 +174,7 @@ class _Scored:
     root: str
     score: float
     matched: dict[int, float]  # concept index → match strength
+    topical: bool = True  # a concept other than a name matched
 
 
 def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
@@ -460,6 +461,7 @@ class Recall:
             where: dict[int, list[int]] = {}
             said_before: dict[int, list[int]] = {}  # positions in the context
             in_body = scanner.find(folded)
+            seen = scanner.seen  # before the context's scan replaces it
             in_context = scanner.find(folded_context) if folded_context else None
             saturation = _saturation(body, average)
             # A concept found in the context counts as it would in the message it answers.
@@ -499,13 +501,16 @@ class Recall:
                 # Every word of the topic, in the message or the turn it answers.
                 f[_ALL] = topic_worth
             if matched:
-                f[_NEWS] = topic_worth * _news(folded, scanner) / NEWS_CAP
+                f[_NEWS] = topic_worth * _news(folded, seen) / NEWS_CAP
             score = sum(map(operator.mul, self.weights, f))
             if row.asks:
                 score *= ASKING
             if self.observer is not None:
                 recorded.append((row.id, (*f, float(bool(row.asks)))))
-            out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
+            topical = any(k not in names for k in matched)
+            out.append(
+                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical)
+            )
         if self.observer is not None:
             self.observer(recorded)
         return out
@@ -558,15 +563,15 @@ NEWS_CHARS, NEWS_CAP = 200, 8  # of a message's head, its words of its own count
 _NOT_LETTERS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’“”…", " "))
 
 
-def _news(folded: str, scanner: _Scanner) -> int:
-    """How many words of its own a message has, beyond filler and the question's words
-    (counted in its first NEWS_CHARS characters, up to NEWS_CAP): "Went to see Coldplay live
-    downtown" tells something, "Gotta go, bye!" does not. Split and filtered in C (translate,
-    split, a set difference) before the loop over the few words left."""
+def _news(folded: str, seen: set[str]) -> int:
+    """How many words of its own a message has, beyond filler and the words the scanner
+    looked at as maybe the question's (``seen``), counted in its first NEWS_CHARS characters,
+    up to NEWS_CAP: "Went to see Coldplay live downtown" tells something, "Gotta go, bye!" does
+    not. All in C: translate, split, set differences."""
     own = set(folded[:NEWS_CHARS].translate(_NOT_LETTERS).split())
     own -= FILLER
-    heads = scanner.heads
-    return min(NEWS_CAP, sum(1 for w in own if len(w) > 2 and w[:3] not in heads))
+    own -= seen
+    return min(NEWS_CAP, len(own))
 
 
 def _saturation(length: int, average: float) -> float:
@@ -580,8 +585,10 @@ class _Scanner:
 
     def __init__(self, patterns: list[_Patterns]) -> None:
         self.patterns = patterns
-        self.heads = {w[:3] for p in patterns for w in (*p.words, *p.stems)}
-        heads = sorted(self.heads, key=len, reverse=True)
+        heads = sorted(
+            {w[:3] for p in patterns for w in (*p.words, *p.stems)}, key=len, reverse=True
+        )
+        self.seen: set[str] = set()
         self.word = (
             re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
             if heads
@@ -591,9 +598,11 @@ class _Scanner:
     def find(self, folded: str) -> list[tuple[float, list[int]]]:
         exact: list[list[int]] = [[] for _ in self.patterns]
         stemmed: list[list[int]] = [[] for _ in self.patterns]
+        self.seen = seen = set()  # the words looked at, for _news
         if self.word is not None and folded:
             for m in self.word.finditer(folded):
                 token, stemmed_token = m.group(), None
+                seen.add(token)
                 for k, p in enumerate(self.patterns):
                     if token in p.words:
                         if len(exact[k]) < POSITIONS:
@@ -656,7 +665,7 @@ def _conversations(
             extra += session_weights[2] * messages[1].score
         total = best.score + extra
         hit = Hit(best.id, best.session_id, best.root, total)
-        topical = any(k not in names for m in messages for k in m.matched)
+        topical = any(m.topical for m in messages)
         ranked.append((total, Ranked(hit, second.id if second else None, topical)))
     ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
     return ranked
