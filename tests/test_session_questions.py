@@ -238,6 +238,27 @@ def test_the_match_is_the_best_message_not_the_first(store: SessionStore) -> Non
     assert card["date"] == _day(ANCHOR - 399 * DAY)
 
 
+def test_a_turn_that_tells_something_ranks_above_small_talk_with_the_same_word(
+    store: SessionStore,
+) -> None:
+    """Both turns say "concert" and both are Ana's; the one with words of its own (what she
+    saw, where) is the answer, though the other is shorter and newer."""
+    _chat(store, "told", 1, "Ana: The concert downtown was loud, the drummer broke a stick.")
+    _chat(store, "chat", 2, "Ana: Concert tonight, bye!")
+    assert _sessions(_ask(store, "What concert did Ana see?"))[:2] == ["told", "chat"]
+
+
+def test_the_learned_weights_fit_the_features() -> None:
+    """One weight per feature, none below zero, and another form of a word never above the
+    form as typed (the benchmark's tuning batch is worded in other forms on purpose)."""
+    from engine.sessions import recall
+
+    assert len(recall.WEIGHTS) == len(recall.FEATURES) == len(recall.HAND_WEIGHTS)
+    assert min(recall.WEIGHTS) >= 0 and min(recall.SESSION_WEIGHTS) >= 0
+    weight = dict(zip(recall.FEATURES, recall.WEIGHTS, strict=True))
+    assert weight["stemmed"] <= recall.STEMMED * weight["exact"] + 1e-9
+
+
 def test_words_standing_together_come_first_then_the_rest_fills_up(store: SessionStore) -> None:
     _chat(store, "phrase", 1, "Ana: the staging keys rotate on friday")
     for i in range(4):

@@ -10,25 +10,28 @@ is indexed with the text it answers (its ``context`` column), so "A sunset over 
 found by "what did Caroline paint".
 
 The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best of them
-(twelve per result wanted) are read and scored again on their text, where more is known:
+(twelve per result wanted) are read and scored again on their text, where more is known: a
+weighted sum of named features (FEATURES: the word as typed or in another form, in the turn a
+reply answers, said by the person the question names, near each other, the whole phrase, the
+words of its own a message has…), whose weights are learned on the recall benchmark's tuning
+batch (``tests/benchmarks/recall.py --train``) and committed here. A message that only asks
+("…?") counts for less than the answer that follows it; a participant's name counts for a
+third of a word of the topic (question.py).
 
-* a word as typed counts more than another form of it, and a word only in the context of a
-  reply counts for less;
-* concepts near each other in a message add a proximity bonus;
-* a message that only asks ("…?") counts for less than the answer that follows it;
-* the name of a participant counts for a third of a word of the topic (question.py).
-
-Then whole conversations are ranked: the best message, plus half the weight of each concept
-that the best message lacks and another message of the conversation has (the name said in one
-turn, the topic in the next), plus a fifth of the runner-up. The card shows the best message
-and, when it is elsewhere in the session, the runner-up.
+Then whole conversations are ranked: the best message, plus a share of the weight of each
+concept that the best message lacks and another message of the conversation has, a share of
+the runner-up, and a share of each name the session holds (only in a conversation about the
+topic). The card shows the best message and, when it is elsewhere in the session, the
+runner-up.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import operator
 import re
+import string
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,7 +51,7 @@ from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question
-from engine.sessions.words import stem
+from engine.sessions.words import FILLER, stem
 
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
@@ -71,6 +74,56 @@ COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
 MIN_SPLIT = 3  # letters on each side of a compound's split
 MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run together
+# What a candidate's score is made of, each a sum over the concepts it has (a concept's BM25
+# idf × its weight × the saturation of the message, or of the turn it answers), and the weight
+# of each in the score. The weights are learned on the recall benchmark's tuning batch
+# (``tests/benchmarks/recall.py --train``), see docs/sessions.md.
+FEATURES = (
+    "exact",  # a word as typed, in the message
+    "stemmed",  # another form of it (stem, compound, agent noun's verb)
+    "answer",  # only in the turn the message answers, and that turn asks
+    "context",  # only in the turn before a short message, which does not ask
+    "indexed",  # found by the index, not in the scanned head (a long message)
+    "speaker",  # a name concept, where the message is said by that person (``Name: …``)
+    "near",  # concepts within a few words of each other in the message
+    "near_context",  # the same in the turn answered
+    "phrase",  # the whole question as typed, word for word
+    "all",  # every concept of the topic (names aside) is there
+    "flat",  # the same two (another form at 0.85 of the typed one), not length-normalised
+    "news",  # words of its own beyond the question's: an answer tells something
+)
+(
+    _EXACT,
+    _STEMMED,
+    _ANSWER,
+    _CONTEXT,
+    _INDEXED,
+    _SPEAKER_F,
+    _NEAR,
+    _NEAR_CONTEXT,
+    _PHRASE,
+    _ALL,
+    _FLAT,
+    _NEWS,
+) = range(len(FEATURES))
+# The design's own weights before they were learned (the constants above).
+HAND_WEIGHTS = (
+    EXACT,
+    STEMMED,
+    ANSWER,
+    CONTEXT,
+    CONTEXT,
+    SPEAKER - 1,
+    1.0,
+    ANSWER,
+    PHRASE,
+    0.0,
+    0.0,
+    0.0,
+)
+SESSION_WEIGHTS_HAND = (NAME_IN_SESSION, COVER, RUNNER_UP)
+SESSION_WEIGHTS = (1.5, 0.25, 0.2)
+WEIGHTS = (0.0, 0.0, 0.374, 0.051, 0.104, 0.648, 0.251, 0.157, 0.104, 0.001, 0.362, 0.036)
 _ID_SPAN = text("SELECT (SELECT min(id) FROM messages), (SELECT max(id) FROM messages)")
 # The head of each candidate's text (a tool's output can be megabytes), whether it goes on,
 # and whether it asks.
@@ -111,6 +164,7 @@ class Ranked:
 
     hit: Hit
     second: int | None
+    topical: bool = True  # some message of it has a word of the topic, not only a name
 
 
 @dataclass
@@ -120,6 +174,7 @@ class _Scored:
     root: str
     score: float
     matched: dict[int, float]  # concept index → match strength
+    topical: bool = True  # a concept other than a name matched
 
 
 def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
@@ -133,6 +188,13 @@ def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
 
 class Recall:
     rows_sql = _ROWS  # the candidates' text, context and whether they ask
+    weights: tuple[float, ...] = WEIGHTS
+    # A conversation's own terms: the rest of a name's weight when the session has the name,
+    # each concept another message covers, and the runner-up message.
+    session_weights: tuple[float, float, float] = SESSION_WEIGHTS
+    # Called with each round's candidates and their features (id, features + whether it
+    # asks): how tests/benchmarks/recall.py --train sees what the score is made of.
+    observer: Callable[[list[tuple[int, tuple[float, ...]]]], None] | None = None
 
     def __init__(self, fts: SqliteFullText) -> None:
         self.fts = fts
@@ -312,7 +374,7 @@ class Recall:
         pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
-        ranked = _conversations(scored, idf, weights, names)
+        ranked = _conversations(scored, idf, weights, names, self.session_weights)
         if names:
             said = {k: {i for f in found[k] for i, _ in f} for k in names}
             ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
@@ -338,10 +400,12 @@ class Recall:
         for score, r in ranked:
             low, high = spans.get(r.hit.session_id, (0, -1))
             for k, form in names:
+                if not r.topical:
+                    break  # the name picks among conversations about the topic, no others
                 # The name's own walk already saw some of its messages: no seek for those.
                 known = any(low <= i <= high for i in said[k])
                 if known or self._said_in(form, r.hit.session_id, low, high):
-                    score += NAME_IN_SESSION * idf[k]
+                    score += self.session_weights[0] * idf[k]
             out.append((score, r))
         out.sort(key=lambda x: (x[0], x[1].hit.message_id), reverse=True)
         return out
@@ -386,52 +450,69 @@ class Recall:
             scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
         average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
         out = []
+        recorded: list[tuple[int, tuple[float, ...]]] = []
+        topic = [k for k in range(len(patterns)) if k not in names]
+        topic_worth = sum(idf[k] * weights[k] for k in topic)
         for row, folded, context, context_tokens, body in scanned:
-            answers = ANSWER if context.rstrip().endswith("?") else CONTEXT
+            answers = context.rstrip().endswith("?")
             folded_context = _folded(context) if context else ""
             cut = bool(row.cut)
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
             said_before: dict[int, list[int]] = {}  # positions in the context
             in_body = scanner.find(folded)
+            seen = scanner.seen  # before the context's scan replaces it
             in_context = scanner.find(folded_context) if folded_context else None
-            for k in range(len(patterns)):
-                strength, at = in_body[k]
-                if not strength and in_context is not None:
-                    found, before = in_context[k]
-                    if found:
-                        strength = answers
-                        said_before[k] = before
-                if not strength and k in holds.get(row.id, ()):
-                    # The index found it where the text check did not (past the scanned
-                    # head of a long message, or a word the two stemmers see apart).
-                    strength = STEMMED if cut else CONTEXT
-                if strength:
-                    matched[k] = strength
-                    if at:
-                        where[k] = at
             saturation = _saturation(body, average)
             # A concept found in the context counts as it would in the message it answers.
             by_context = _saturation(max(1, context_tokens), average)
             speaker = _speaker(folded)
-            score = sum(
-                idf[k]
-                * weights[k]
-                * s
-                * (saturation if k in where else by_context)
-                * (SPEAKER if speaker is not None and names.get(k) == speaker else 1.0)
-                for k, s in matched.items()
-            )
-            score += _proximity(where, idf, weights) * saturation
+            f = [0.0] * len(FEATURES)
+            for k in range(len(patterns)):
+                worth = idf[k] * weights[k]
+                strength, at = in_body[k]
+                if strength:
+                    f[_EXACT if strength == EXACT else _STEMMED] += worth * saturation
+                    f[_FLAT] += worth * strength
+                    where[k] = at
+                elif in_context is not None and in_context[k][0]:
+                    strength = ANSWER if answers else CONTEXT
+                    f[_ANSWER if answers else _CONTEXT] += worth * by_context
+                    said_before[k] = in_context[k][1]
+                elif k in holds.get(row.id, ()):
+                    # The index found it where the text check did not (past the scanned
+                    # head of a long message, or a word the two stemmers see apart).
+                    strength = STEMMED if cut else CONTEXT
+                    f[_INDEXED] += worth * by_context
+                if not strength:
+                    continue
+                matched[k] = strength
+                if speaker is not None and names.get(k) == speaker:
+                    # Said by the person the question names, not only to them.
+                    f[_SPEAKER_F] += worth * (saturation if k in where else by_context)
+            f[_NEAR] = _proximity(where, idf, weights) * saturation
             # The words of the turn answered stand together there as they do in that turn.
-            score += _proximity(said_before, idf, weights) * by_context * answers
+            f[_NEAR_CONTEXT] = _proximity(said_before, idf, weights) * by_context
             if whole and holds_phrase([folded], whole):
                 # The whole question as typed, word for word: what the phrase form used to
                 # return alone comes first, and the rest fills up to the limit.
-                score += PHRASE * sum(idf[k] * weights[k] for k in matched) * saturation
+                f[_PHRASE] = sum(idf[k] * weights[k] for k in matched) * saturation
+            if topic and all(k in matched for k in topic):
+                # Every word of the topic, in the message or the turn it answers.
+                f[_ALL] = topic_worth
+            if matched:
+                f[_NEWS] = topic_worth * _news(folded, seen) / NEWS_CAP
+            score = sum(map(operator.mul, self.weights, f))
             if row.asks:
                 score *= ASKING
-            out.append(_Scored(row.id, row.session_id, row.root_session_id, score, matched))
+            if self.observer is not None:
+                recorded.append((row.id, (*f, float(bool(row.asks)))))
+            topical = any(k not in names for k in matched)
+            out.append(
+                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical)
+            )
+        if self.observer is not None:
+            self.observer(recorded)
         return out
 
 
@@ -476,6 +557,23 @@ class _Patterns:
         self.phrases.append((stems, re.compile(_EDGE + body + r"[^\W_]*")))
 
 
+NEWS_CHARS, NEWS_CAP = 200, 8  # of a message's head, its words of its own counted (up to)
+# Punctuation and digits to spaces (an apostrophe too: "don't" is "don" and "t", as the
+# filler list has them).
+_NOT_LETTERS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’“”…", " "))
+
+
+def _news(folded: str, seen: set[str]) -> int:
+    """How many words of its own a message has, beyond filler and the words the scanner
+    looked at as maybe the question's (``seen``), counted in its first NEWS_CHARS characters,
+    up to NEWS_CAP: "Went to see Coldplay live downtown" tells something, "Gotta go, bye!" does
+    not. All in C: translate, split, set differences."""
+    own = set(folded[:NEWS_CHARS].translate(_NOT_LETTERS).split())
+    own -= FILLER
+    own -= seen
+    return min(NEWS_CAP, len(own))
+
+
 def _saturation(length: int, average: float) -> float:
     """BM25's term-frequency part for one occurrence in a message of ``length`` tokens."""
     return (K1 + 1) / (1 + K1 * (1 - B + B * length / average))
@@ -490,6 +588,7 @@ class _Scanner:
         heads = sorted(
             {w[:3] for p in patterns for w in (*p.words, *p.stems)}, key=len, reverse=True
         )
+        self.seen: set[str] = set()
         self.word = (
             re.compile(_EDGE + "(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
             if heads
@@ -499,9 +598,11 @@ class _Scanner:
     def find(self, folded: str) -> list[tuple[float, list[int]]]:
         exact: list[list[int]] = [[] for _ in self.patterns]
         stemmed: list[list[int]] = [[] for _ in self.patterns]
+        self.seen = seen = set()  # the words looked at, for _news
         if self.word is not None and folded:
             for m in self.word.finditer(folded):
                 token, stemmed_token = m.group(), None
+                seen.add(token)
                 for k, p in enumerate(self.patterns):
                     if token in p.words:
                         if len(exact[k]) < POSITIONS:
@@ -539,7 +640,11 @@ def _proximity(where: dict[int, list[int]], idf: list[float], weights: Sequence[
 
 
 def _conversations(
-    scored: list[_Scored], idf: list[float], weights: Sequence[float], names: list[int]
+    scored: list[_Scored],
+    idf: list[float],
+    weights: Sequence[float],
+    names: list[int],
+    session_weights: Sequence[float] = (NAME_IN_SESSION, COVER, RUNNER_UP),
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
     counted per session instead: see Recall._named)."""
@@ -554,12 +659,13 @@ def _conversations(
         others = {k for m in messages[1:] for k in m.matched} - set(best.matched) - set(names)
         for k in others:
             strength = max(m.matched.get(k, 0.0) for m in messages[1:])
-            extra += COVER * idf[k] * weights[k] * strength
+            extra += session_weights[1] * idf[k] * weights[k] * strength
         second = next((m for m in messages[1:] if m.session_id == best.session_id), None)
         if len(messages) > 1:
-            extra += RUNNER_UP * messages[1].score
+            extra += session_weights[2] * messages[1].score
         total = best.score + extra
         hit = Hit(best.id, best.session_id, best.root, total)
-        ranked.append((total, Ranked(hit, second.id if second else None)))
+        topical = any(m.topical for m in messages)
+        ranked.append((total, Ranked(hit, second.id if second else None, topical)))
     ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
     return ranked

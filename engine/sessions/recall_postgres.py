@@ -173,7 +173,7 @@ class PostgresRecall(Recall):
         pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
-        ranked = _conversations(scored, idf, weights, names)
+        ranked = _conversations(scored, idf, weights, names, self.session_weights)
         if names:
             said = {k: {i for i, _ in found[k][0]} for k in names}
             ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)

@@ -45,6 +45,7 @@ QUESTION_WORDS = frozenset(
     please give explain describe name named
     """.split()  # noqa: SIM905
 )
+FILLER = STOPWORDS | QUESTION_WORDS
 # A number is kept when it looks like an id or a version; a bare one of up to this many
 # digits is dropped (a year is kept only next to a month, which the date parser takes).
 BARE_NUMBER_DIGITS = 4
@@ -62,7 +63,7 @@ def stem(word: str) -> str:
 
 def is_filler(word: str) -> bool:
     """A word that makes a sentence or a question but says nothing of what it is about."""
-    return word in STOPWORDS or word in QUESTION_WORDS
+    return word in FILLER
 
 
 def is_bare_number(word: str) -> bool:
