@@ -76,8 +76,13 @@ _ADDRESSED = re.compile(
     rf"""^(?:(?:dear|hey|note\s+to|attention|attn)\s+(?:the\s+)?{_MODEL_WORD}\b|{_MODEL_WORD}\s*[:,]
     |(?:the\s+)?{_MODEL_WORD}\s+(?:must|should|shall|will|is\s+to|needs\s+to)\b)
     |\b(?:for|to)\s+(?:the|any|every|all)\s+{_MODEL_WORD}\b(?:\s+only)?\s*[:,]
-    |\b(?:you|your)\b[^.]{{0,60}}\b(?:instructions?|prompt|rules|guidelines|system)\b
-    |\byou\s+(?:are|must|will|shall|should|now|have\s+to|need\s+to|may)\b""",
+    |\byour\s+(?:(?:own|real|true|previous|original|current|new)\s+)?(?:instructions|system\s+prompt
+      |prompt|guidelines|programming|rules)\b
+    # "you" given a new identity or a standing change ("you are FreeBot now", "you are now..."),
+    # not the developer a code comment speaks to ("if you are editing this file, run make docs")
+    |\byou\s+(?:are|will\s+be|'re)\s+(?:now\s+)?(?:an?\s+|the\s+)?[\w-]*(?:bot|gpt|dan|ai|model
+      |assistant|agent|llm)\b
+    |\byou\s+(?:are|will|must|shall)\s+(?:now|no\s+longer|henceforth)\b""",
     re.VERBOSE,
 )
 _BLOB = re.compile(r"(?=[a-z0-9+/_=-]{0,60}\d)[a-z0-9+/_=-]{24,}")
