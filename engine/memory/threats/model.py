@@ -204,8 +204,9 @@ def abstains(lc: str) -> bool:
     return _abstains(lc, tokens(lc), _unspaced_grams(lc) if not lc.isascii() else [])
 
 
-# Text hidden from whoever reads the entry (an HTML comment) has no business reading like an
-# instruction at all, so it is held to a lower bar: a logit this far below the threshold.
+# Text hidden from whoever reads the entry (an HTML comment, a sentence inside an encoding) has
+# no business reading like an instruction at all, so it is held to a lower bar: a logit this far
+# below the threshold.
 HIDDEN_SLACK = 1.5
 
 
