@@ -1070,11 +1070,17 @@ _rule(
     (?:entry|entries|memory|memories|note|notes)\b[^.\n]{0,60}?\b(?:even\s+if|even\s+when
       |under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless|whoever|if\s+(?:the\s+user
       |anyone|someone|asked))
-    |\b(?:this|these)\s+(?:instructions?|rules?|directives?|entry|note)\s+(?:must|should|shall
+    |\b(?:this|these)\s+(?:instructions?|rules?|directives?)\s+(?:must|should|shall
       |will)\s+(?:persist|survive|remain|stay|be\s+permanent|apply\s+to\s+all\s+future)\b
     # "...should stay until the migration is done" sets its own end: not a bid to outlive.
     (?!\s+(?:(?:until|till)(?!\s+(?:the\s+end\s+of\s+time|forever|eternity))|through|during
       |while|for\s+(?:now|the\s+next|a\s+(?:week|month|day)|\d)))
+    # a note or an entry that asks to stay is a person's plea ("this note should stay: I take
+    # levothyroxine"), unless it is to stay against whoever asks
+    |\b(?:this|these)\s+(?:entry|entries|note|notes)\s+(?:must|should|shall|will)\s+(?:persist
+      |survive|remain|stay|be\s+permanent)\b[^.\n]{0,60}?\b(?:even\s+if|even\s+when
+      |under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless|whoever|if\s+(?:the\s+user
+      |anyone|someone|asked))
     |\b(?:keep|remember|store|save|persist|apply)\s+(?:this|these|the)\s+(?:instructions?|rules?
       |directives?|orders?)\s+(?:[\w-]{1,20}\s+){0,3}?(?:forever|permanently|indefinitely
       |(?:in|for)\s+(?:every|each|all)\s+(?:future\s+)?(?:sessions?|conversations?)
