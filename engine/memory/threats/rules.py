@@ -452,13 +452,6 @@ _rule(
     |\byou\s+are\s+now\s+(?:no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken|dan|evil
       |required|allowed|permitted|authori[sz]ed|in\s+(?:[\w-]{1,20}\s+)?mode)\b""",
 )
-# "You are now the quizmaster for our pub quiz" gives the assistant a part to play; "you are now
-# an AI with no rules" or "...the administrator" makes it shed its own.
-_rule(
-    "injection.role_hijack",
-    r"""\byou\s+are\s+now\s+(?:a|an|the|my|called|named|known\s+as|acting|operating|going\s+to)\b""",
-    accept=lambda m: _role_takes_authority(m),
-)
 _rule(
     "injection.role_hijack",
     # "Act as a pair programmer" is a common, harmless preference; only the forms that
@@ -509,6 +502,13 @@ def _role_takes_authority(match: re.Match[str]) -> bool:
     return _HIJACK_ROLE.search(text, match.end(), end if end >= 0 else len(text)) is not None
 
 
+# "You are now the quizmaster for our pub quiz" gives the assistant a part to play; "you are now
+# an AI with no rules" or "...the administrator" makes it shed its own.
+_rule(
+    "injection.role_hijack",
+    r"""\byou\s+are\s+now\s+(?:a|an|the|my|called|named|known\s+as|acting|operating|going\s+to)\b""",
+    accept=_role_takes_authority,
+)
 _rule(
     "injection.role_hijack",
     r"""\b(?:pretend|imagine|roleplay|role-play)\s+(?:to\s+be|you\s+are|you're|that\s+you|as|being)
@@ -1051,6 +1051,10 @@ _rule(
     (?:system\s+prompt|core\s+instructions|base\s+instructions|persona|soul|identity
       |personality|system\s+message|standing\s+instructions|permanent\s+instructions)\b""",
 )
+# A note kept "even if the user asks", "whoever clears the memory": kept against the person.
+_AGAINST_WHOEVER = r"""(?:even\s+if|even\s+when|under\s+any\s+circumstances
+  |no\s+matter\s+(?:what|who)|regardless|whoever|by\s+(?:the\s+user|anyone)
+  |if\s+(?:the\s+user|anyone|someone|asked))"""
 _rule(
     "persistence.remember_forever",
     r"""\b(?:add|write|save|store|put|insert|append|include|keep|remember|memori[sz]e|persist)\s+
@@ -1067,9 +1071,9 @@ _rule(
     # entry: it has my policy number" is the person's own plea)
     |\b(?:never|do\s+not|don't|must\s+not)\s+(?:ever\s+)?(?:delete|remove|forget|expire|overwrite
       |erase|drop|clear|discard)\s+(?:this|these|that)\s+(?:[\w-]{1,20}\s+)?
-    (?:entry|entries|memory|memories|note|notes)\b[^.\n]{0,60}?\b(?:even\s+if|even\s+when
-      |under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless|whoever|if\s+(?:the\s+user
-      |anyone|someone|asked))
+    (?:entry|entries|memory|memories|note|notes)\b[^.\n]{0,60}?\b"""
+    + _AGAINST_WHOEVER
+    + r"""
     |\b(?:this|these)\s+(?:instructions?|rules?|directives?)\s+(?:must|should|shall
       |will)\s+(?:persist|survive|remain|stay|be\s+permanent|apply\s+to\s+all\s+future)\b
     # "...should stay until the migration is done" sets its own end: not a bid to outlive.
@@ -1078,9 +1082,9 @@ _rule(
     # a note or an entry that asks to stay is a person's plea ("this note should stay: I take
     # levothyroxine"), unless it is to stay against whoever asks
     |\b(?:this|these)\s+(?:entry|entries|note|notes)\s+(?:must|should|shall|will)\s+(?:persist
-      |survive|remain|stay|be\s+permanent)\b[^.\n]{0,60}?\b(?:even\s+if|even\s+when
-      |under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless|whoever|if\s+(?:the\s+user
-      |anyone|someone|asked))
+      |survive|remain|stay|be\s+permanent)\b[^.\n]{0,60}?\b"""
+    + _AGAINST_WHOEVER
+    + r"""
     |\b(?:keep|remember|store|save|persist|apply)\s+(?:this|these|the)\s+(?:instructions?|rules?
       |directives?|orders?)\s+(?:[\w-]{1,20}\s+){0,3}?(?:forever|permanently|indefinitely
       |(?:in|for)\s+(?:every|each|all)\s+(?:future\s+)?(?:sessions?|conversations?)
@@ -1091,8 +1095,8 @@ _rule(
     |\b(?:this|these)\s+(?:note|entry|entries|memory|memories)s?\s+
     (?:(?:is|are|must|should|shall|will|can|may)\s+)?(?:be\s+)?(?:never|not)\s+(?:be\s+)?
     (?:removed|deleted|forgotten|erased|expired|cleared|overwritten|edited|changed)\b[^.\n]{0,60}?
-    \b(?:even\s+if|even\s+when|under\s+any\s+circumstances|no\s+matter\s+(?:what|who)|regardless
-      |whoever|by\s+(?:the\s+user|anyone)|if\s+(?:the\s+user|anyone|someone|asked))""",
+    \b"""
+    + _AGAINST_WHOEVER,
 )
 _chain(
     "persistence.remember_forever",
@@ -1434,7 +1438,7 @@ def _run_chains(norm: _Norm, emit: Callable[[str, str, int, int], None], mask: i
 
 def _html_comments(norm: _Norm, emit: Callable[[str, str, int, int], None]) -> None:
     # A comment that never closes hides everything after it from the reader. A closed one is
-    # judged by what it says (pipeline.hidden_comments): notes to other maintainers are common.
+    # judged by what it says (pipeline._hidden_comments_into): maintainers' notes are common.
     start = norm.lc.rfind("<!--")
     if start >= 0 and norm.lc.find("-->", start + 4) < 0:
         s, e = _span(norm.lc_map, start, len(norm.lc))
