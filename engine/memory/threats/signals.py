@@ -27,6 +27,9 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick
 
 from engine.memory.threats import prefilter
 
@@ -395,8 +398,18 @@ _SINK_HINT = re.compile(
 )
 
 
+@functools.cache
+def _sink_words() -> Any:
+    # One pass in C for all the words instead of a substring search per word.
+    automaton = ahocorasick.Automaton()
+    for word in _SINK_WORDS:
+        automaton.add_word(word, word)
+    automaton.make_automaton()
+    return automaton
+
+
 def _data_to_sink(lc: str, emit: Emit) -> None:
-    if not any(w in lc for w in _SINK_WORDS) and _SINK_HINT.search(lc) is None:
+    if next(_sink_words().iter(lc), None) is None and _SINK_HINT.search(lc) is None:
         return
     if _DATA.search(lc) is None:
         return

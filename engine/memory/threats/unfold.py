@@ -557,15 +557,22 @@ def views(text: str) -> list[View]:
     ]
     # Further disguises (:mod:`.decoders`), each behind its own cheap gate, kept when the
     # decoding reads as more English than the text did.
-    seen = {view.text for view in found}
-    for how, decoded in decoders.candidates(text, _LEET_WORDS):
-        if decoded not in seen and _english(decoded) >= max(2, _english(text) + 2):
-            found.append(View(how, decoded, 0, len(text)))
+    candidates = decoders.candidates(text, _LEET_WORDS)
+    if candidates:
+        seen = {view.text for view in found}
+        plain = _english(text)
+        for how, decoded in candidates:
+            if decoded not in seen and _english(decoded) >= max(2, plain + 2):
+                found.append(View(how, decoded, 0, len(text)))
+    if not found:
+        return found  # most texts: nothing to undo
     out = []
     for view in found[:_MAX_VIEWS]:
         if view.text and view.text != text:
-            out.append(View(view.how, view.text[:_MAX_VIEW_CHARS], view.start, view.end,
-                            view.prose_is_finding))  # fmt: skip
+            if len(view.text) > _MAX_VIEW_CHARS:
+                view = View(view.how, view.text[:_MAX_VIEW_CHARS], view.start, view.end,
+                            view.prose_is_finding)  # fmt: skip
+            out.append(view)
     return out
 
 
