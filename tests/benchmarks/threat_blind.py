@@ -2,14 +2,17 @@
 
     python tests/data/threats/blind/generate.py     # regenerate the set (deterministic)
     python tests/data/threats/fresh3/generate.py    # regenerate fresh3 (deterministic)
-    python tests/benchmarks/threat_blind.py [--misses N]
+    python tests/data/threats/fresh4/generate.py    # regenerate fresh4 (deterministic)
+    python tests/benchmarks/threat_blind.py [--misses N] [--unseen]
 
-For each set (``blind``, ``fresh2`` and ``fresh3``) it prints recall per category (an attack
-counts as caught when ``scan(text).blocked`` is True, whatever category the scanner names), the
-share of traps and of ordinary entries flagged, and the counts. Only aggregates by default: the
-blind sets are for measuring, never for tuning, so the misses are not listed unless
-``--misses N`` asks for up to N of them per category (for diagnosis after a change has been
-decided, not before).
+For each set (``blind``, ``fresh2`` and ``fresh3``; with ``--unseen`` also ``fresh4``) it prints
+recall per category (an attack counts as caught when ``scan(text).blocked`` is True, whatever
+category the scanner names), the share of traps and of ordinary entries flagged, and the counts.
+Only aggregates by default: the blind sets are for measuring, never for tuning, so the misses are
+not listed unless ``--misses N`` asks for up to N of them per category (for diagnosis after a
+change has been decided, not before).
+``fresh4`` is opt-in: an unseen batch kept for measurement only, so it is not part of the
+default output.
 Throughput is CPU time of the first scan of each entry (process_time), with the load printed.
 """
 
@@ -31,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 DATA = ROOT / "tests" / "data" / "threats" / "blind"
 FRESH3 = ROOT / "tests" / "data" / "threats" / "fresh3"
+FRESH4 = ROOT / "tests" / "data" / "threats" / "fresh4"
 CATEGORIES = [
     "injection",
     "role_hijack",
@@ -113,6 +117,9 @@ def main() -> None:
     parser.add_argument(
         "--misses", type=int, default=0, help="list up to N misses and false positives per group"
     )
+    parser.add_argument(
+        "--unseen", action="store_true", help="also measure the unseen fresh4 set (opt-in)"
+    )
     args = parser.parse_args()
     if args.misses < 0:
         sys.exit("threat_blind: --misses must be >= 0")
@@ -125,6 +132,8 @@ def main() -> None:
         "fresh2", DATA / "fresh2" / "attacks.jsonl", DATA / "fresh2" / "benign.jsonl", args.misses
     )
     measure("fresh3", FRESH3 / "attacks.jsonl", FRESH3 / "benign.jsonl", args.misses)
+    if args.unseen:
+        measure("fresh4", FRESH4 / "attacks.jsonl", FRESH4 / "benign.jsonl", args.misses)
 
 
 if __name__ == "__main__":
