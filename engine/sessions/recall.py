@@ -371,13 +371,32 @@ class Recall:
             (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
             for i, held in holds.items()
         ]
+        return self._ranked(
+            question, forms, scores, holds, idf, lengths, limit,
+            said=lambda k: {i for f in found[k] for i, _ in f},
+        )  # fmt: skip
+
+    def _ranked(
+        self,
+        question: Question,
+        forms: list[_Form],
+        scores: list[tuple[float, int]],
+        holds: dict[int, set[int]],
+        idf: list[float],
+        lengths: dict[int, int],
+        limit: int,
+        said: Callable[[int], set[int]],
+    ) -> list[Ranked]:
+        """A round's end, on either backend: the best candidates by their first score are
+        scored on their text, grouped into conversations, and names checked per session
+        (``said(k)``: the messages concept ``k`` was found in)."""
         pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
-        ranked = _conversations(scored, idf, weights, names, self.session_weights)
+        ranked = _conversations(scored, idf, question.weights, names, self.session_weights)
         if names:
-            said = {k: {i for f in found[k] for i, _ in f} for k in names}
-            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
+            named = {k: said(k) for k in names}
+            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, named)
         return [r for _, r in ranked[:limit]]
 
     def _named(

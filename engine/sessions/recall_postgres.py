@@ -12,7 +12,6 @@ lake." is still found through the question it answers.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import defaultdict
 
@@ -23,14 +22,10 @@ from engine.sessions.fulltext import Filters
 from engine.sessions.question import Concept, Question
 from engine.sessions.recall import (
     FEW,
-    NAMED,
-    PRE_MIN,
-    PRE_PER_RESULT,
     SCAN_CHARS,
     B,
     Ranked,
     Recall,
-    _conversations,
     _Form,
 )
 from engine.sessions.words import stem
@@ -170,14 +165,10 @@ class PostgresRecall(Recall):
             )
             for i, held in holds.items()
         ]
-        pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
-        scored = self._rescore(question, forms, pre, holds, idf, lengths)
-        names = [k for k, c in enumerate(question.concepts) if c.name]
-        ranked = _conversations(scored, idf, weights, names, self.session_weights)
-        if names:
-            said = {k: {i for i, _ in found[k][0]} for k in names}
-            ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, said)
-        return [r for _, r in ranked[:limit]]
+        return self._ranked(
+            question, forms, scores, holds, idf, lengths, limit,
+            said=lambda k: {i for i, _ in found[k][0]},
+        )  # fmt: skip
 
     def _said_in(self, form: _Form, session_id: str, low: int, high: int) -> bool:
         word = next(iter(form.words), "")
