@@ -71,7 +71,7 @@ def _model_into(text: str, norm: rules._Norm, collector: rules._Collector) -> No
             collector.add(f"{hit}.model", hit, s, e, layer="model")
 
 
-_MODEL_WORD = r"(?:ai|assistant|model|llm|agent|bot|chatbot|claude|gpt|chatgpt|copilot|gemini)s?"
+_MODEL_WORD = signals._MODEL_WORD
 _ADDRESSED = re.compile(
     rf"""^(?:(?:dear|hey|note\s+to|attention|attn)\s+(?:the\s+)?{_MODEL_WORD}\b|{_MODEL_WORD}\s*[:,]
     |(?:the\s+)?{_MODEL_WORD}\s+(?:must|should|shall|will|is\s+to|needs\s+to)\b)

@@ -235,7 +235,7 @@ _sig(
 )
 # An order addressed to the model and kept from the user ("P.S. for the agent: ... and keep it
 # between us"), and staged orders that hide their own steps.
-_MODEL_WORD = r"(?:ai|gpt|claude|llm|bot|agent|assistant|model|chatbot|copilot)s?"
+_MODEL_WORD = r"(?:ai|gpt|chatgpt|claude|gemini|llm|bot|agent|assistant|model|chatbot|copilot)s?"
 _sig(
     "injection.covert_order",
     rf"""\b(?:for|to|attention|dear|hey|note\s+to)\s+(?:the\s+|any\s+|all\s+)?(?:ai\s+)?
