@@ -136,13 +136,28 @@ class Requirement(frozenset[str]):
     "keep ... from the user" must contain "keep" (or "hide", "conceal") *and* "from": the gate
     runs the pattern only when both are present, where one rare set alone would let every text
     with "from" through.
+
+    A pattern that is one alternation (``A|B|C``) also keeps each branch's own requirement in
+    ``branches``: the pattern can match only where one branch can, which is far more selective
+    than the union of their literals with every branch's ``also`` left out.
     """
 
     also: tuple[frozenset[str], ...] = ()
+    branches: tuple[Requirement, ...] = ()
 
 
 # Conditions a gate checks besides the most selective one (each costs a look-up per scan).
 _MAX_ALSO = 2
+
+
+def _requirement(items: list[Any]) -> Requirement | None:
+    cands = [c for c in _cands(items) if min(map(len, c)) >= _MIN]
+    if not cands:
+        return None
+    cands.sort(key=cost)
+    req = Requirement(cands[0])
+    req.also = tuple(c for c in cands[1 : 1 + _MAX_ALSO] if c != cands[0])
+    return req
 
 
 def required(pattern: re.Pattern[str]) -> Requirement | None:
@@ -155,12 +170,15 @@ def required(pattern: re.Pattern[str]) -> Requirement | None:
     # A pattern wrapped in one group is the sequence inside it.
     while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
         items = list(items[0][1][-1])  # type: ignore[index]
-    cands = [c for c in _cands(items) if min(map(len, c)) >= _MIN]
-    if not cands:
-        return None
-    cands.sort(key=cost)
-    req = Requirement(cands[0])
-    req.also = tuple(c for c in cands[1 : 1 + _MAX_ALSO] if c != cands[0])
+    req = _requirement(items)
+    # The parser hoists what every branch shares out of the alternation ("\b(?:a|b)" for
+    # "\ba|\bb"): the pattern is still one branch or another, each with the shared parts.
+    at = [i for i, (op, _av) in enumerate(items) if op is _c.BRANCH]
+    if req is not None and len(at) == 1:
+        before, after = items[: at[0]], items[at[0] + 1 :]
+        branches = [_requirement([*before, *branch, *after]) for branch in items[at[0]][1][1]]
+        if all(b is not None for b in branches):
+            req.branches = tuple(cast(list[Requirement], branches))
     return req
 
 
@@ -187,20 +205,37 @@ class Gate:
                 key = literal if len(literal) < 4 else _key(literal)
                 self.by_key[key] = self.by_key.get(key, 0) | bit
 
-        for index, req in enumerate(requirements):
-            bit = 1 << index
-            if req is None:
-                self.always |= bit
-                continue
+        # A pattern whose requirement is one per branch gets no key of its own: each branch has
+        # a bit (with its own conditions), and the pattern is set when one of them survives.
+        self.branched = 0
+        self.owner: dict[int, int] = {}
+
+        def add(req: Requirement, bit: int) -> None:
+            nonlocal next_bit
             key_for(req, bit)
             need = 0
-            for extra in getattr(req, "also", ()):
+            for extra in req.also:
                 need |= 1 << next_bit
                 key_for(extra, 1 << next_bit)
                 next_bit += 1
             if need:
                 self.checked |= bit
-                self.needs[index] = need
+                self.needs[bit.bit_length() - 1] = need
+
+        for index, req in enumerate(requirements):
+            bit = 1 << index
+            if req is None:
+                self.always |= bit
+                continue
+            branches = getattr(req, "branches", ())
+            if not branches:
+                add(req if isinstance(req, Requirement) else Requirement(req), bit)
+                continue
+            for branch in branches:
+                self.branched |= 1 << next_bit
+                self.owner[next_bit] = bit
+                next_bit += 1
+                add(branch, 1 << (next_bit - 1))
         _register(self.by_key)
 
     def mask(self, lc: str) -> int:
@@ -213,6 +248,8 @@ class Gate:
             need = self.needs[index]
             if mask & need != need:
                 mask &= ~(1 << index)
+        for index in indices(mask & self.branched):
+            mask |= self.owner[index]
         return mask & self.patterns
 
 
