@@ -11,6 +11,8 @@ how much work reaching it takes.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import operator
 import re
 import threading
@@ -20,6 +22,7 @@ from typing import Any, cast
 import ahocorasick
 
 _KEY = operator.itemgetter(1)  # the automaton yields (end index, key)
+_NONE = itertools.repeat(0)  # the bits of a key another gate registered
 
 try:  # Python 3.11+
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -220,7 +223,7 @@ class Gate:
                 next_bit += 1
             if need:
                 self.checked |= bit
-                self.needs[bit.bit_length() - 1] = need
+                self.needs[bit] = need
 
         for index, req in enumerate(requirements):
             bit = 1 << index
@@ -233,23 +236,30 @@ class Gate:
                 continue
             for branch in branches:
                 self.branched |= 1 << next_bit
-                self.owner[next_bit] = bit
+                self.owner[1 << next_bit] = bit
                 next_bit += 1
                 add(branch, 1 << (next_bit - 1))
         _register(self.by_key)
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
-        mask = self.always
-        by_key = self.by_key
-        for key in _found(lc):
-            mask |= by_key.get(key, 0)
-        for index in indices(mask & self.checked):
-            need = self.needs[index]
+        # The union of the found keys' bits is taken in C; the bits that need checking are
+        # walked lowest first, each looked up by its own value (no index to compute).
+        mask = functools.reduce(operator.or_, map(self.by_key.get, _found(lc), _NONE), self.always)
+        pending = mask & self.checked
+        needs = self.needs
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            need = needs[low]
             if mask & need != need:
-                mask &= ~(1 << index)
-        for index in indices(mask & self.branched):
-            mask |= self.owner[index]
+                mask ^= low
+        pending = mask & self.branched
+        owner = self.owner
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            mask |= owner[low]
         return mask & self.patterns
 
 

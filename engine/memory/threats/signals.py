@@ -391,9 +391,11 @@ _NEAR = 120
 _SINK_WORDS = ("://", "www.", "@", "webhook", "pastebin", "ngrok", "requestbin", "external",
                "third", "outside", "remote", "gist", "hastebin", "transfer.sh", "file.io",
                "pipedream", "interact.sh", "oast.")  # fmt: skip
+# Both forms start at a dot (an IP address is checked from its first dot, looking behind), so the
+# search skips from dot to dot.
 _SINK_HINT = re.compile(
-    r"""\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai|cloud
-      |link|pw|zip|example|test)\b|\d\.\d{1,3}\.\d""",
+    r"""\.(?:(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|app|dev|info|biz|me|co|cc|sh|ai
+      |cloud|link|pw|zip|example|test)\b|(?<=\d\.)\d{1,3}\.\d)""",
     re.VERBOSE,
 )
 
