@@ -60,3 +60,35 @@ def test_no_pattern_that_matches_is_skipped(layer: str) -> None:
                 assert mask >> index & 1, (pattern.pattern[:80], text[:80])
             checked += 1
     assert matched > 100 and checked > 10 * matched
+
+
+def _one_char_at_a_time(text: str) -> tuple[str, str, list[int]]:
+    # The normalisation as it was defined: every character through the general path.
+    b = rules._Builder()
+    for i, ch in enumerate(text):
+        rules._normalise_char(b, ch, i)
+    norm = b.finish()
+    return norm.cp, norm.lc, list(norm.lc_map)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Café at 9 — don’t forget the “big” order  twice",
+        "ｉｇｎｏｒｅ  previous\tinstructions ü\nnext line",
+        "Привет, мир: keep it short, İstanbul ﬁne",
+        "run it \\\n  --flag ü",
+        "mixed ёж text with\u200bzero width and  spaces ",
+    ],
+)
+def test_ascii_runs_copied_whole_give_the_same_normalisation(text: str) -> None:
+    norm = rules._normalise(text)
+    assert (norm.cp, norm.lc, list(norm.lc_map)) == _one_char_at_a_time(text)
+
+
+def test_the_table_of_characters_seen_stays_bounded() -> None:
+    # A text made of tens of thousands of distinct characters is still normalised whole.
+    text = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 20000))
+    norm = rules._normalise(text)
+    assert len(norm.cp) == 20000
+    assert len(rules._ACTIONS) <= rules._MAX_ACTIONS

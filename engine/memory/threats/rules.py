@@ -157,7 +157,9 @@ class _Norm:
         return self._classes  # type: ignore[return-value]
 
 
-_ASCII_RUN = re.compile(r"[!-~]+")
+# Printable ASCII with single spaces inside (a space between words is kept as it is): copied in
+# one piece, where a run per word would cost a call per word of a text that has one accent.
+_ASCII_RUN = re.compile(r"[!-~]+(?: [!-~]+)*")
 # ASCII letters are Latin; everything else in an ASCII run is a word separator.
 _ASCII_CLASSES = str.maketrans(
     {chr(c): (_C_LATIN if chr(c).isalpha() else _C_NONLETTER) for c in range(0x21, 0x7F)}
@@ -195,23 +197,30 @@ class _Builder:
         self.cp.append(ch)
         self.cp_map.append(idx)
         self.classes.append(cls)
-        low = ch.casefold()
-        if len(low) > 1:
-            # "İ" casefolds to "i" plus a combining dot, which would break the keyword.
-            low = "".join(c for c in low if unicodedata.category(c) != "Mn") or low
+        low = _folded(ch)
         self.lc.append(low)
         self.lc_map.extend([idx] * len(low))
 
-    def put_char(self, ch: str, idx: int, cls: str) -> None:
-        self._flush_space()
-        self._put(ch, idx, cls)
+    def put(self, actions: tuple[_Action, ...], idx: int) -> None:
+        """Apply what the character at ``idx`` becomes (:func:`_char_actions`)."""
+        for sub, cls, low in actions:
+            if sub is None:
+                self.note_space(idx, bool(cls))
+                continue
+            if self.space is not None:
+                self._flush_space()
+            self.cp.append(sub)
+            self.cp_map.append(idx)
+            self.classes.append(cls)  # type: ignore[arg-type]
+            self.lc.append(low)
+            self.lc_map.extend([idx] * len(low))
 
     def put_ascii(self, run: str, start: int) -> None:
         self._flush_space()
         span = range(start, start + len(run))
         self.cp.append(run)
         self.cp_map.extend(span)
-        self.classes.append(run.translate(_ASCII_CLASSES))
+        self.classes.append(run.translate(_ASCII_CLASSES_WS))
         self.lc.append(run.lower())
         self.lc_map.extend(span)
 
@@ -222,15 +231,33 @@ class _Builder:
         )
 
 
-def _normalise_char(b: _Builder, ch: str, idx: int) -> None:
+def _folded(ch: str) -> str:
+    low = ch.casefold()
+    if len(low) > 1:
+        # "İ" casefolds to "i" plus a combining dot, which would break the keyword.
+        low = "".join(c for c in low if unicodedata.category(c) != "Mn") or low
+    return low
+
+
+# What one character becomes: (None, is_break, "") for white space, (char, class, casefolded)
+# for each character put. It depends on the character alone, so it is worked out once per
+# distinct character.
+_Action = tuple[str | None, str | bool, str]
+_ACTIONS: dict[str, tuple[_Action, ...]] = {}
+# Distinct characters are few in real text; a text made of a million different ones must not
+# grow the table without end.
+_MAX_ACTIONS = 16384
+
+
+def _char_actions(ch: str) -> tuple[_Action, ...]:
     if ch.isspace():
-        b.note_space(idx, ch in _LINE_BREAKS)
-        return
+        return ((None, ch in _LINE_BREAKS, ""),)
     if unicodedata.category(ch) == "Cf" or ord(ch) in _BLANK_NON_CF:
-        return
+        return ()
+    actions: list[_Action] = []
     for sub in unicodedata.normalize("NFKC", ch) if not ch.isascii() else ch:
         if sub.isspace():
-            b.note_space(idx, False)
+            actions.append((None, False, ""))
             continue
         sub_cat = unicodedata.category(sub)
         if sub_cat in ("Mn", "Me", "Cf"):
@@ -248,11 +275,21 @@ def _normalise_char(b: _Builder, ch: str, idx: int) -> None:
                 cls = _C_FOLDED
             else:
                 cls = _C_LATIN if sub.isalpha() else _C_NONLETTER
-            b.put_char(folded, idx, cls)
+            actions.append((folded, cls, _folded(folded)))
         elif not sub.isalpha():
-            b.put_char(sub, idx, _C_NONLETTER)
+            actions.append((sub, _C_NONLETTER, _folded(sub)))
         else:
-            b.put_char(sub, idx, _C_LATIN if _is_latin_letter(sub) else _C_OTHER)
+            actions.append((sub, _C_LATIN if _is_latin_letter(sub) else _C_OTHER, _folded(sub)))
+    return tuple(actions)
+
+
+def _normalise_char(b: _Builder, ch: str, idx: int) -> None:
+    actions = _ACTIONS.get(ch)
+    if actions is None:
+        actions = _char_actions(ch)
+        if len(_ACTIONS) < _MAX_ACTIONS:
+            _ACTIONS[ch] = actions
+    b.put(actions, idx)
 
 
 _WS_RUN = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]+")
