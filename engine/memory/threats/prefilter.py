@@ -12,7 +12,6 @@ how much work reaching it takes.
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import re
 import threading
@@ -21,8 +20,7 @@ from typing import Any, cast
 
 import ahocorasick
 
-_KEY = operator.itemgetter(1)  # the automaton yields (end index, key)
-_NONE = itertools.repeat(0)  # the bits of a key another gate registered
+_VALUE = operator.itemgetter(1)  # the automaton yields (end index, value)
 
 try:  # Python 3.11+
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -191,76 +189,75 @@ class Gate:
     A literal of four characters or more is keyed by its rarest 4-gram; shorter literals (few:
     "pw", "](", "sk_") are keys themselves. Every key is looked for in the text by one shared
     search (:func:`_found`), and a pattern may match when one of its keys was found.
+
+    Each requirement to meet is a *term*: a pattern's own, or one per branch of an alternation.
+    A term has up to three conditions (its literals and up to ``_MAX_ALSO`` more sets), each a
+    bit in its own bank: term ``j`` holds bits ``j``, ``T + j`` and ``2T + j`` of the gate's
+    mask, and a condition a term lacks is always set. The terms whose every condition holds are
+    then ``m & m >> T & m >> 2T``: three operations on the whole mask, whatever the number of
+    terms, instead of a check per term.
     """
 
     def __init__(self, requirements: Sequence[_Req]) -> None:
+        count = len(requirements)
+        terms: list[tuple[int, Requirement]] = []  # (pattern, requirement) per term
+        self.unknown = 0  # patterns nothing is known about: always run
+        for index, req in enumerate(requirements):
+            if req is None:
+                self.unknown |= 1 << index
+                continue
+            req = req if isinstance(req, Requirement) else Requirement(req)
+            terms.extend((index, branch) for branch in req.branches or (req,))
+        # A pattern with one term is that term's bit; the branch terms of an alternation come
+        # after all patterns, each owned by its pattern.
+        direct = {index for index, req in terms if not req.branches}
+        order = list(range(count))
+        self.owner: dict[int, int] = {}
+        slot: dict[int, int] = {}
+        for t, (index, _req) in enumerate(terms):
+            if index in direct:
+                slot[t] = index
+            else:
+                slot[t] = len(order)
+                self.owner[1 << len(order)] = 1 << index
+                order.append(index)
+        banks = len(order)
+        self.banks = banks
+        self.direct = sum(1 << i for i in direct)
+        self.branch_terms = ((1 << banks) - 1) & ~((1 << count) - 1)
+        self.terms = (1 << banks) - 1
         self.always = 0
         self.by_key: dict[str, int] = {}
-        self.patterns = (1 << len(requirements)) - 1
-        # Each further condition of a Requirement gets a bit of its own above the patterns'; a
-        # pattern with such conditions stays in the mask only when all their bits are set.
-        self.checked = 0
-        self.needs: dict[int, int] = {}
-        next_bit = len(requirements)
 
         def key_for(literals: frozenset[str], bit: int) -> None:
             for literal in literals:
                 key = literal if len(literal) < 4 else _key(literal)
                 self.by_key[key] = self.by_key.get(key, 0) | bit
 
-        # A pattern whose requirement is one per branch gets no key of its own: each branch has
-        # a bit (with its own conditions), and the pattern is set when one of them survives.
-        self.branched = 0
-        self.owner: dict[int, int] = {}
-
-        def add(req: Requirement, bit: int) -> None:
-            nonlocal next_bit
-            key_for(req, bit)
-            need = 0
-            for extra in req.also:
-                need |= 1 << next_bit
-                key_for(extra, 1 << next_bit)
-                next_bit += 1
-            if need:
-                self.checked |= bit
-                self.needs[bit] = need
-
-        for index, req in enumerate(requirements):
-            bit = 1 << index
-            if req is None:
-                self.always |= bit
-                continue
-            branches = getattr(req, "branches", ())
-            if not branches:
-                add(req if isinstance(req, Requirement) else Requirement(req), bit)
-                continue
-            for branch in branches:
-                self.branched |= 1 << next_bit
-                self.owner[1 << next_bit] = bit
-                next_bit += 1
-                add(branch, 1 << (next_bit - 1))
-        _register(self.by_key)
+        for t, (_index, req) in enumerate(terms):
+            conditions = [req, *req.also][: 1 + _MAX_ALSO]
+            for bank in range(1 + _MAX_ALSO):
+                bit = 1 << (bank * banks + slot[t])
+                if bank < len(conditions):
+                    key_for(conditions[bank], bit)
+                else:
+                    self.always |= bit
+        self.width = (1 + _MAX_ALSO) * banks
+        self.offset = _register(self)
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
-        # The union of the found keys' bits is taken in C; the bits that need checking are
-        # walked lowest first, each looked up by its own value (no index to compute).
-        mask = functools.reduce(operator.or_, map(self.by_key.get, _found(lc), _NONE), self.always)
-        pending = mask & self.checked
-        needs = self.needs
-        while pending:
-            low = pending & -pending
-            pending ^= low
-            need = needs[low]
-            if mask & need != need:
-                mask ^= low
-        pending = mask & self.branched
+        m = (_found(lc) >> self.offset) & ((1 << self.width) - 1) | self.always
+        banks = self.banks
+        met = m & (m >> banks) & (m >> 2 * banks) & self.terms
+        mask = (met & self.direct) | self.unknown
+        pending = met & self.branch_terms
         owner = self.owner
         while pending:
             low = pending & -pending
             pending ^= low
             mask |= owner[low]
-        return mask & self.patterns
+        return mask
 
 
 # --- the shared key search ----------------------------------------------------------------------
@@ -269,24 +266,27 @@ class Gate:
 # gram is a new string to hash. Every gate's keys go into one Aho-Corasick automaton instead,
 # which reports every key occurring in the text, overlapping ones and prefixes of longer ones
 # included, in one pass in C (a regular expression holding the keys as a trie, tried at every
-# position, cost 3.6x as much). The rules and the signals gate the same normalised text one after
-# the other, so the last answer is kept.
+# position, cost 3.6x as much). Each gate has its own range of bits in one shared mask, and a
+# key's value in the automaton is its bits in every gate: the bits of a text are the union of
+# its keys' values, taken in C. The rules and the signals gate the same normalised text one
+# after the other, so the last answer is kept.
 
-_keys: set[str] = set()
+_gates: list[Gate] = []
 _automaton: list[Any] = [None]
-# Scans run on several threads: a gate registers its keys (and the automaton is rebuilt) under
-# the lock, and the last answer is one (text, automaton, keys) triple, read and replaced whole,
-# so that one text's keys, or keys found by an automaton missing a gate's keys, are never given
-# to another.
+# Scans run on several threads: a gate registers (and the automaton is rebuilt) under the lock,
+# and the last answer is one (text, automaton, bits) triple, read and replaced whole, so that
+# one text's bits, or bits found by an automaton missing a gate, are never given to another.
 _lock = threading.Lock()
-_last: list[tuple[str | None, Any, frozenset[str]]] = [(None, None, frozenset())]
+_last: list[tuple[str | None, Any, int]] = [(None, None, 0)]
 
 
-def _register(keys: dict[str, int]) -> None:
+def _register(gate: Gate) -> int:
+    """Give ``gate`` its range of bits (the offset returned) in the shared mask."""
     with _lock:
-        if not keys.keys() <= _keys:
-            _keys.update(keys)
-            _automaton[0] = None
+        offset = sum(g.width for g in _gates)
+        _gates.append(gate)
+        _automaton[0] = None
+        return offset
 
 
 def _current_automaton() -> Any:
@@ -295,21 +295,29 @@ def _current_automaton() -> Any:
         with _lock:
             automaton = _automaton[0]
             if automaton is None:
+                values: dict[str, int] = {}
+                for gate in _gates:
+                    for key, bits in gate.by_key.items():
+                        values[key] = values.get(key, 0) | bits << gate.offset
                 automaton = ahocorasick.Automaton()
-                for key in _keys:
-                    automaton.add_word(key, key)
-                if _keys:
+                for key, bits in values.items():
+                    automaton.add_word(key, bits)
+                if values:
                     automaton.make_automaton()
                 _automaton[0] = automaton
     return automaton
 
 
-def _found(lc: str) -> frozenset[str]:
-    """The keys of every gate that occur in ``lc``."""
+def _found(lc: str) -> int:
+    """The bits, in every gate's range, of the keys that occur in ``lc``."""
     automaton = _current_automaton()
     text, used, found = _last[0]
     if text is not lc or used is not automaton:
-        found = frozenset(map(_KEY, automaton.iter(lc))) if _keys else frozenset()
+        found = (
+            functools.reduce(operator.or_, map(_VALUE, automaton.iter(lc)), 0)
+            if automaton.kind == ahocorasick.AHOCORASICK
+            else 0
+        )
         _last[0] = (lc, automaton, found)
     return found
 
