@@ -32,6 +32,9 @@ def test_an_alternation_is_gated_branch_by_branch() -> None:
     assert gate.mask("we silently send a digest") == 1
     assert gate.mask("the user asked us to send the file") == 0
     assert gate.mask("keep the receipts") == 0
+    # Conditions of different branches do not add up to one branch met.
+    assert gate.mask("keep it simple and send it") == 0
+    assert gate.mask("silently, from the user's side") == 0
 
 
 def test_a_branch_without_literals_leaves_the_pattern_always_run() -> None:

@@ -201,16 +201,18 @@ class Gate:
     def __init__(self, requirements: Sequence[_Req]) -> None:
         count = len(requirements)
         terms: list[tuple[int, Requirement]] = []  # (pattern, requirement) per term
+        direct: set[int] = set()  # patterns that are a single term
         self.unknown = 0  # patterns nothing is known about: always run
         for index, req in enumerate(requirements):
             if req is None:
                 self.unknown |= 1 << index
                 continue
             req = req if isinstance(req, Requirement) else Requirement(req)
+            if not req.branches:
+                direct.add(index)
             terms.extend((index, branch) for branch in req.branches or (req,))
         # A pattern with one term is that term's bit; the branch terms of an alternation come
         # after all patterns, each owned by its pattern.
-        direct = {index for index, req in terms if not req.branches}
         order = list(range(count))
         self.owner: dict[int, int] = {}
         slot: dict[int, int] = {}
