@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.memory.threats import carriers, model, rules, signals, unfold
+from engine.memory.threats import carriers, model, placeholders, rules, signals, unfold
 from engine.memory.threats.verdict import Finding
 
 
@@ -195,30 +195,14 @@ def _drop_quoted_mentions(text: str, found: list[Finding]) -> list[Finding]:
     return found
 
 
-# A key written to be read, not used: a format shown with filler (ghp_xxxx..., 0000...), or a
-# provider's documented sample (AKIAIOSFODNN7EXAMPLE) where the entry says it is one. No issued
-# key is made of filler; "EXAMPLE" inside a key with nothing saying so stays a secret.
-_FILLER = re.compile(r"([^\s])\1{7,}|0123456789|(?:your|my)[_-](?:api[_-]?)?(?:key|token|secret)",
-                     re.IGNORECASE)  # fmt: skip
-_SAMPLE = re.compile(r"example|sample|dummy|placeholder|fake", re.IGNORECASE)
-_SAYS_SAMPLE = re.compile(
-    r"\b(?:example|examples|docs|documentation|sample|format|placeholder|fake|dummy|test\s+fixture"
-    r"|tutorial)\b",
-    re.IGNORECASE,
-)
-_HOSTNAME = re.compile(r"[\w-]+(?:\.[\w-]+)+")
-
-
 def _drop_placeholder_secrets(text: str, found: list[Finding]) -> list[Finding]:
     if not any(f.category == "secret" for f in found):
         return found
 
     def placeholder(f: Finding) -> bool:
-        value = _HOSTNAME.sub(" ", text[f.start : f.end])  # "db.internal.example" is a host
-        if _FILLER.search(value):
-            return True
-        outside = text[: f.start] + " " + text[f.end :]
-        return bool(_SAMPLE.search(value) and _SAYS_SAMPLE.search(outside))
+        return placeholders.written_to_be_read(
+            text[f.start : f.end], text[: f.start] + " " + text[f.end :]
+        )
 
     return [f for f in found if f.category != "secret" or not placeholder(f)]
 

@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from engine.memory.threats import prefilter
+from engine.memory.threats import placeholders, prefilter
 from engine.memory.threats.verdict import BLOCKED_PREFIX, Finding
 
 _EXCERPT_MAX = 60
@@ -1185,23 +1185,11 @@ _rule(
 
 # --- secrets (case-preserving view) ----------------------------------------------------------
 
-_PLACEHOLDER_VALUE = re.compile(
-    r"""^(?:x{3,}(?:[-_.]x+)*(?:<.*)?|\*{3,}|\.{2,}|<.*|\{.*|\[.*|\$.*|%.*|!.*|&.*|@.*|~.*|/.*|\./.*|[a-z]:\\.*
-    |your[_-].*|my[_-].*|changeme|change[_-]me|placeholder|redacted|none|null|nil|true|false
-    |todo|tbd|required|optional|string|str|secret|password|passwd|token|api[_-]?key|example
-    |replace[_-]?me|fill[_-]?(?:me|in)|fixme|insert[_-].*|set[_-]?me
-    |[a-z_][a-z_.]{2,60}\(.*  # computed by a call ("getpass.getpass()"), not written down
-    |dummy|test|env\b.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|environ.*
-    |.*(?:1password|bitwarden|lastpass|keychain|keepass|vault|secrets?manager|pass\s+show).*
-    |\d+)$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
 
 def _literal_secret_value(match: re.Match[str]) -> bool:
     quote = match.group("q")
     value = match.group("v").rstrip(".,;:)]}")
-    if len(value) < 4 or _PLACEHOLDER_VALUE.match(value):
+    if len(value) < 4 or placeholders.is_placeholder(value):
         return False
     if quote:
         return True
@@ -1218,7 +1206,7 @@ def _long_mixed_token(match: re.Match[str]) -> bool:
 
 def _url_password(match: re.Match[str]) -> bool:
     value = match.group("pw")
-    return not _PLACEHOLDER_VALUE.match(value) and value.lower() not in {"pass", "pw", "pwd"}
+    return not placeholders.is_placeholder(value) and value.lower() not in {"pass", "pw", "pwd"}
 
 
 _rule(

@@ -31,7 +31,7 @@ from typing import Any
 
 import ahocorasick
 
-from engine.memory.threats import prefilter
+from engine.memory.threats import placeholders, prefilter
 
 # (id, category, start, end, on_case): spans index the case-preserving view when on_case.
 Emit = Callable[[str, str, int, int, bool], None]
@@ -942,12 +942,6 @@ _ASSIGNED = r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)
     (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})"""
 
 
-_NOT_SECRET = re.compile(
-    r"""^(?:x{3,}.*|\*{3,}.*|.*\.{3}.*|<.*|\{.*|\[.*|\$.*|%.*|/.*|@.*|.*[_-]?(?:here|example|placeholder)
-    |your[_-].*|change[_-]?me.*|os\.environ.*|os\.getenv.*|process\.env.*|getenv.*|env\[.*
-    |https?://.*|[\w.-]+@[\w.-]+\.\w+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$""",
-    re.VERBOSE | re.IGNORECASE,
-)
 _HASH_NAMED = re.compile(
     r"(?:sha\d*|md5|commit|hash|checksum|digest|fingerprint|uuid|id)\W{0,3}$", re.IGNORECASE
 )
@@ -996,7 +990,7 @@ def _keyed_secret(match: re.Match[str]) -> bool:
     if re.search(r"[$%{][\w]{0,40}$", text[max(0, start - 41) : start]):
         return False
     value = match.group("v").rstrip(".,;:)]}!")
-    if _NOT_SECRET.match(value) or not _generated(value):
+    if placeholders.is_placeholder(value) or not _generated(value):
         return False
     return _HASH_NAMED.search(text[max(0, start - 12) : start]) is None
 
