@@ -251,7 +251,9 @@ class Gate:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
         m = (_found(lc) >> self.offset) & ((1 << self.width) - 1) | self.always
         banks = self.banks
-        met = m & (m >> banks) & (m >> 2 * banks) & self.terms
+        met = m & self.terms
+        for bank in range(1, 1 + _MAX_ALSO):
+            met &= m >> bank * banks
         mask = (met & self.direct) | self.unknown
         pending = met & self.branch_terms
         owner = self.owner
