@@ -85,6 +85,14 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
             _jsonl(DATA / "dev4" / "post_attacks.jsonl"),
             _jsonl(DATA / "dev4" / "post_benign.jsonl"),
         ),
+        "dev5": (
+            _jsonl(DATA / "dev5" / "attacks.jsonl"),
+            _jsonl(DATA / "dev5" / "benign.jsonl"),
+        ),
+        "dev5-post": (
+            _jsonl(DATA / "dev5" / "post_attacks.jsonl"),
+            _jsonl(DATA / "dev5" / "post_benign.jsonl"),
+        ),
     }
     return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
 
@@ -208,7 +216,10 @@ def main() -> int:
         scanners.insert(0, (f"baseline {args.baseline}", uncached(load_baseline(args.baseline))))
 
     sets = load_sets()
-    print("training data of the model: train, dev2, dev3, post, fresh; never: held-out, dev4")
+    print(
+        "training data of the model: train, dev2, dev3, post, fresh, dev4, dev5; never: held-out, "
+        "dev4-post, dev5-post"
+    )
     for name, (attacks, benign) in sets.items():
         for label, scan in scanners:
             # dev2, dev3, post and fresh were development sets and are now part of the model's

@@ -35,8 +35,10 @@ def _views_into(text: str, budget: rules._Budget, collector: rules._Collector) -
                           layer="normalise")  # fmt: skip
             return
         # The model reads sentences; a respelled identifier ("OPENAI_API_KEY" read as words) is
-        # not one, so only decoded text is given to it.
-        inner = _findings(view.text, budget.nested(), use_model=view.how not in _RESPELLED)
+        # not one, so it reads decoded text, and a respelling only when it gives prose
+        # ("d i s a b l e   t h e   s a f e t y   c h e c k s" is a sentence once joined).
+        use_model = view.how not in _RESPELLED or unfold.is_prose(view.text)
+        inner = _findings(view.text, budget.nested(), use_model=use_model)
         if view.how in _RESPELLED:
             # Read as letters, random tokens look like secrets, and invisible characters were
             # already reported on the text itself; only instructions count here.

@@ -317,8 +317,11 @@ _sig(
     |\b(?:switch|change|swap)\s+(?:your\s+)?(?:personalit(?:y|ies)|persona|identity|character)\b
     |\b(?:assume|adopt|take\s+on)\s+the\s+(?:identity|persona|personality)\s+of\b
     |\bstop\s+being\s+(?:cairn|an?\s+(?:helpful\s+)?(?:ai\s+)?assistant|yourself|helpful)\b
-    |\b(?:drop|shed|abandon|discard|remove|forget)s?\s+(?:the|your|its)\s+(?:old\s+)?
-      (?:helpful[- ])?(?:assistant\s+)?(?:persona|act|mask|costume|identity)\b
+    # "drop your act", "shed the helpful assistant persona"; not a role play's end ("drop the
+    # act when they say 'done'")
+    |\b(?:drop|shed|abandon|discard|remove|forget)s?\s+(?:(?:your|its)\s+(?:old\s+)?
+      (?:helpful[- ])?(?:assistant\s+)?|the\s+(?:old\s+|helpful[- ]|assistant\s+)+)
+      (?:persona|act|mask|costume|identity)\b
     |\bthe\s+assistant\s+is\s+now\s+(?!(?:done|ready|able|set|finished|busy|online|offline)\b)
     |\b(?:answer|respond|reply|speak)\s+as\s+{_S}{{0,40}}?\b(?:no|without)\s+(?:\w+\s+)?
       (?:limits|rules|restrictions|filters|policy|ethics)\b
@@ -906,6 +909,34 @@ _sig(
 )
 
 
+def _flag_password(match: re.Match[str]) -> bool:
+    value = match.group("v")
+    return not placeholders.is_placeholder(value) and _generated(value)
+
+
+# A password given on a command line: attached to -p, or after --password ("mysql -u root
+# -p'F8gy…'", "--password=…"); a port or a path after "-p " is neither attached nor generated.
+_sig(
+    "secret.command_password",
+    r"""(?<![\w-])-p['"]?(?P<v>[^\s'"-][^\s'"]{7,127})""",
+    on_case=True,
+    accept=_flag_password,
+)
+_sig(
+    "secret.command_password",
+    r"""(?<![\w-])--pass(?:word)?[= ]["']?(?P<v>[^\s'"]{8,128})""",
+    on_case=True,
+    accept=_flag_password,
+)
+# A wallet's recovery words: twelve to twenty-four short words, named as such.
+_sig(
+    "secret.seed_phrase",
+    r"""(?i:\b(?:seed|recovery|mnemonic|backup|secret)\s+(?:phrase|words|seed)\b)[^\n]{0,40}?
+    [:=-]?\s{0,3}(?i:(?:[a-z]{3,8}[\s,]{1,2}){11,23}[a-z]{3,8})\b""",
+    on_case=True,
+)
+
+
 def _keyed_value(match: re.Match[str]) -> bool:
     token = match.group("v")
     before = match.string[max(0, match.start("v") - 8) : match.start("v")].lower()
@@ -937,7 +968,9 @@ _SECRET_WORDS = (r"passw(?:or)?d", "passwort", "kennwort", "passphrase", "passco
                  "비밀번호", "geheimnis", "token", "secret", r"api[\s_-]?key",
                  r"access[\s_-]?key", r"private[\s_-]?key", r"\bcredential",
                  r"\blogin\b")  # fmt: skip
-_ASSIGNED = r"""[\w \t.-]{0,32}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)
+# Between the word and the mark, what the secret is for: words, and a qualifier in brackets
+# ("Contraseña del correo de la empresa (Outlook): …").
+_ASSIGNED = r"""[\w \t.,()-]{0,40}?(?:[ \t]{0,3}(?:[:=→]|=>|:=|->)
       |\s(?:is|ist|es|est|é|jest|är|on|er)\s)[ \t]{0,3}
     (?:[\w.@-]{1,30}\s{0,2}/\s{0,2})?(?P<q>["'`]?)(?P<v>[^\s"'`,;]{8,128})"""
 

@@ -172,7 +172,9 @@ _LEET_WORDS = _COMMON | frozenset(
 
 
 def _english(text: str) -> int:
-    return sum(1 for w in _WORD.findall(text.lower()) if w in _COMMON)
+    # "a" is left out: text spelled letter by letter ("a n d", "a p p r o v a l s") is full of
+    # it, and would read as more English than its own decoding.
+    return sum(1 for w in _WORD.findall(text.lower()) if w in _COMMON and w != "a")
 
 
 def _readable(decoded: str) -> bool:

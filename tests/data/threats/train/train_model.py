@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
 from engine.memory.threats import carriers, model, rules  # noqa: E402
 
 CATEGORY = {"role_hijack": "injection"}
-DEV_SETS = ("dev2", "dev3", "post", "fresh")
+DEV_SETS = ("dev2", "dev3", "post", "fresh", "dev4", "dev5")
 HELD = DATA / "heldout"
 STDLIB = [
     "json",
