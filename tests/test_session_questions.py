@@ -323,3 +323,30 @@ def test_noise_in_a_question_is_answered_without_error(store: SessionStore) -> N
         assert isinstance(result["results"], list), typed
     assert _sessions(_ask(store, words)) == ["s"]
     assert _ask(store, "?!?")["note"] == "the query has no searchable words"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_old_message_with_the_rare_word_is_not_lost_behind_newer_common_ones(
+    home: Home, backend: str
+) -> None:
+    """The walks of common words stop at their newest matches. Here the named speaker and the
+    words "concert" and "downtown" are in hundreds of newer messages, and others repeated the
+    whole sentence later; the old turn that answers has the one rare word, "Coldplay", and is
+    scored on its text like the newer candidates."""
+    store = open_store(backend, home)
+    ids = _chat(store, "first", 1, "Caroline: Went to see Coldplay live in concert downtown.")
+    for n in range(8):
+        _chat(store, f"echo-{n}", 10 + n, "Nora: Went to see Coldplay live in concert downtown.")
+    for n in range(40):
+        chatter = [f"Caroline: the concert downtown was loud again, part {i}" for i in range(4)]
+        _chat(store, f"chatter-{n}", 20 + n, *chatter)
+        # and the rest of a long history, about other things
+        _chat(
+            store,
+            f"other-{n}",
+            20 + n,
+            *[f"Sam: the garden needs water, day {i}" for i in range(25)],
+        )
+    found = _ask(store, "When did Caroline go to the Coldplay concert downtown?")["results"]
+    assert "first" in [r["session_id"] for r in found]
+    assert next(r for r in found if r["session_id"] == "first")["match_message_id"] == ids[0]

@@ -33,7 +33,7 @@ import operator
 import re
 import string
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy import bindparam, text
@@ -56,6 +56,8 @@ from engine.sessions.words import FILLER, stem
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
 PRE_PER_RESULT, PRE_MIN = 12, 24  # candidates read and scored on their text, per result wanted
+# Messages of concepts found whole, read and scored besides (their walks hold <= FEW each).
+RARE_EXTRA = 16
 POSITIONS = 16  # of a concept's places in a message, those kept for proximity
 EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
 ASKING = 0.75  # a message that asks, beside one that tells
@@ -371,9 +373,13 @@ class Recall:
             (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
             for i, held in holds.items()
         ]
+        # A concept walked whole (few matches) names every message that has it; the others'
+        # walks stop at their newest matches, so an older message with the rare word would
+        # lose to newer ones that only seem to hold more (see _ranked).
+        rare = {i for mine in found for f in mine if len(f) <= FEW for i, _ in f}
         return self._ranked(
             question, forms, scores, holds, idf, lengths, limit,
-            said=lambda k: {i for f in found[k] for i, _ in f},
+            said=lambda k: {i for f in found[k] for i, _ in f}, rare=rare,
         )  # fmt: skip
 
     def _ranked(
@@ -386,11 +392,23 @@ class Recall:
         lengths: dict[int, int],
         limit: int,
         said: Callable[[int], set[int]],
+        rare: Collection[int] = (),
     ) -> list[Ranked]:
         """A round's end, on either backend: the best candidates by their first score are
         scored on their text, grouped into conversations, and names checked per session
-        (``said(k)``: the messages concept ``k`` was found in)."""
+        (``said(k)``: the messages concept ``k`` was found in).
+
+        ``rare``: the messages of the concepts found whole (few matches). The first score only
+        knows what the walks saw, and the walks of common words stop at their newest matches:
+        an older message that holds the rare word and the common ones would rank below newer
+        ones that are only known to hold more. They are scored on their text as well (with
+        more than one concept: alone, the first score already has them all).
+        """
         pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
+        if rare and len(question.concepts) > 1:
+            chosen, wanted = set(pre), set(rare)
+            extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
+            pre += [i for _, i in heapq.nlargest(RARE_EXTRA, extra)]
         scored = self._rescore(question, forms, pre, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, question.weights, names, self.session_weights)

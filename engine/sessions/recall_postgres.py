@@ -165,9 +165,11 @@ class PostgresRecall(Recall):
             )
             for i, held in holds.items()
         ]
+        # As on SQLite: the messages of a concept found whole are scored on their text too.
+        rare = {i for direct, _ in found if len(direct) <= FEW for i, _ in direct}
         return self._ranked(
             question, forms, scores, holds, idf, lengths, limit,
-            said=lambda k: {i for i, _ in found[k][0]},
+            said=lambda k: {i for i, _ in found[k][0]}, rare=rare,
         )  # fmt: skip
 
     def _said_in(self, form: _Form, session_id: str, low: int, high: int) -> bool:
