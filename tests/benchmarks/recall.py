@@ -24,7 +24,8 @@ looked at while tuning), ``fresh`` and ``new`` (written at later rounds, over ar
 seeds), ``unseen`` (phrasings of its own, written before the learned weights, measured only)
 and ``natural`` (written with unseen: questions that share words with the evidence the way
 people ask, the name, a question word and a word of the evidence, over an archive with echoes,
-turns that say the same words of someone else; a plain index is strong there). Each prints,
+turns that say the same words of someone else; a plain index is strong there; its temporal
+misses were read once, in the fourth round, so it is a development set since). Each prints,
 for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
 same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
