@@ -213,17 +213,16 @@ class Gate:
             terms.extend((index, branch) for branch in req.branches or (req,))
         # A pattern with one term is that term's bit; the branch terms of an alternation come
         # after all patterns, each owned by its pattern.
-        order = list(range(count))
+        banks = count  # the slots of a bank: one per pattern, then one per branch term
         self.owner: dict[int, int] = {}
         slot: dict[int, int] = {}
         for t, (index, _req) in enumerate(terms):
             if index in direct:
                 slot[t] = index
             else:
-                slot[t] = len(order)
-                self.owner[1 << len(order)] = 1 << index
-                order.append(index)
-        banks = len(order)
+                slot[t] = banks
+                self.owner[1 << banks] = 1 << index
+                banks += 1
         self.banks = banks
         self.direct = sum(1 << i for i in direct)
         self.branch_terms = ((1 << banks) - 1) & ~((1 << count) - 1)
@@ -245,11 +244,12 @@ class Gate:
                 else:
                     self.always |= bit
         self.width = (1 + _MAX_ALSO) * banks
+        self.own = (1 << self.width) - 1  # this gate's range, once shifted down
         self.offset = _register(self)
 
     def mask(self, lc: str) -> int:
         """Bit i is set when pattern i may match ``lc`` (already lower-cased)."""
-        m = (_found(lc) >> self.offset) & ((1 << self.width) - 1) | self.always
+        m = (_found(lc) >> self.offset) & self.own | self.always
         banks = self.banks
         met = m & self.terms
         for bank in range(1, 1 + _MAX_ALSO):
