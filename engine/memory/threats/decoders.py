@@ -60,7 +60,12 @@ def _spaced(text: str) -> str | None:
 # Written to start at the digit or sign, the rarer character, so that the search skips quickly
 # to the few places where one occurs (starting at the letter cost five times as much).
 _LEET_GATE = re.compile(r"[0-9@$!|](?:(?<=[!@$|])[a-z0-9]|(?<=[a-z].)[a-z0-9@$!|])", re.IGNORECASE)
-_TOKEN = re.compile(r"[a-z0-9@$!|]{2,}", re.IGNORECASE)
+# A token of letters only or digits only reads as itself: only the mixed ones are found (a call
+# back per word of a long note cost more than the rest of the decoder).
+_TOKEN = re.compile(
+    r"(?<![a-z0-9@$!|])(?![a-z]+(?![a-z0-9@$!|]))(?![0-9]+(?![a-z0-9@$!|]))[a-z0-9@$!|]{2,}",
+    re.IGNORECASE,
+)
 _AS_I = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
                        "$": "s", "!": "i", "|": "l", "8": "b", "9": "g"})  # fmt: skip
 _AS_L = str.maketrans({"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a",
