@@ -228,13 +228,12 @@ class Recall:
             tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
             candidates.append([(head, t) for t in tails])
         # Most words are no compound: one look-up for all the splits says so.
-        every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
-        if not self._exists("messages_pairs", every):
+        if not self.fts.pairs_exist([pair for pairs in candidates for pair in pairs]):
             return []
         found: list[tuple[str, ...]] = []
         for pairs in candidates:
             for head, t in pairs:
-                if self._exists("messages_pairs", f'"{head}_{t}"'):
+                if self.fts.pairs_exist([(head, t)]):
                     found.append((head, t))
                     break
         return found
