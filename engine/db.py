@@ -29,7 +29,7 @@ from engine.home import Home
 APP_MARKER = "cairn"
 # The newest Alembic revision in engine/migrations/versions; a test keeps the two in step, so
 # an up-to-date database is recognised without importing Alembic (≈0.4 s) on every start.
-SCHEMA_HEAD = "0008"
+SCHEMA_HEAD = "0007"
 
 
 class Base(DeclarativeBase):
@@ -45,14 +45,10 @@ class CairnMeta(Base):
 
 
 def register_functions(dbapi_conn: sqlite3.Connection) -> None:
-    """The SQL functions Cairn's schema calls (the word-pair index's triggers and view): every
-    pair, as migrations 0004-0007 index them, and since 0008 the pairs of common words, whose
-    set the function reads through this connection (engine/sessions/common_words.py)."""
-    from engine.sessions.pairs import FUNCTION, CommonWords, pair_text
+    """The SQL functions Cairn's schema calls (the word-pair index's triggers and view)."""
+    from engine.sessions.pairs import FUNCTION, pair_text
 
     dbapi_conn.create_function(FUNCTION, 3, pair_text, deterministic=True)
-    # Not deterministic for SQLite: its result follows the set of common words in the database.
-    dbapi_conn.create_function(FUNCTION, 5, CommonWords(dbapi_conn).pair_text)
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:

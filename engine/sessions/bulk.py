@@ -19,14 +19,10 @@ know (a newer schema), nothing is deferred and the triggers do the work as befor
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Connection
-
-from engine.sessions import common_words
-from engine.sessions.pairs import CommonSet, common_pairs, words_of
 
 # As migration 0006's trigger has them: a reply this short is indexed with the text it answers.
 SHORT_REPLY, CONTEXT_CHARS = 200, 300
@@ -40,7 +36,6 @@ _CONTEXT = f"""
           FROM messages WHERE {_RANGE}) AS m
     JOIN messages AS p ON p.id = m.previous
     WHERE length(m.content) <= {SHORT_REPLY}"""
-_PAIRS = "pairs"  # done in Python: _index_pairs
 # What each insert trigger does, for a range of new ids, in the order the triggers ran.
 INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
     "messages_ai": (
@@ -53,7 +48,10 @@ INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
         "INSERT INTO messages_cjk(rowid, grams) SELECT id, grams FROM messages_cjk_source "
         f"WHERE {_RANGE}",
     ),
-    "messages_pairs_ai": (_PAIRS,),
+    "messages_pairs_ai": (
+        "INSERT INTO messages_pairs(rowid, pairs) SELECT id, pairs FROM messages_pairs_source "
+        f"WHERE {_RANGE}",
+    ),
     "messages_time_blocks_ai": (
         "INSERT INTO messages_time_blocks(block, low, high) "
         f"SELECT id >> 10, min(timestamp), max(timestamp) FROM messages WHERE {_RANGE} "
@@ -71,33 +69,6 @@ _TRIGGERS = (
     "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
     "AND upper(sql) LIKE '%INSERT ON MESSAGES%'"
 )
-
-
-def _index_pairs(conn: Connection, low: int, high: int) -> None:
-    """The pair index's entries for the new ids, as its trigger (and view) gives them, after
-    the words that the batch makes common have joined the set (common_words.py), so that the
-    batch's own pairs of them are indexed."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open SQLAlchemy connection always has one
-    cursor = driver.cursor()
-    try:
-        rows = cursor.execute(
-            f"SELECT id, content, tool_name, tool_calls FROM messages WHERE {_RANGE}", (low, high)
-        ).fetchall()
-        # Which words the batch holds often, from a sample of its messages: which of them
-        # join the set is a matter of speed, not of results (common_words.py).
-        seen: Counter[str] = Counter()
-        sample = rows[:: common_words.SAMPLE]
-        for _, *columns in sample:
-            seen.update(words_of(*columns))
-        common_words.promote(cursor, seen, len(sample), since=low + 1)
-        common = CommonSet.read(cursor).at(low + 1)  # the same for every new id
-        cursor.executemany(
-            "INSERT INTO messages_pairs(rowid, pairs) VALUES (?, ?)",
-            [(i, common_pairs(common, *columns)) for i, *columns in rows],
-        )
-    finally:
-        cursor.close()
 
 
 def _insert_triggers(conn: Connection) -> dict[str, str]:
@@ -129,10 +100,7 @@ def deferred_indexing(conn: Connection) -> Iterator[None]:
         if high > low:
             for name in INSERT_TRIGGERS:
                 for statement in INSERT_TRIGGERS[name]:
-                    if statement == _PAIRS:
-                        _index_pairs(conn, low, high)
-                    else:
-                        conn.exec_driver_sql(statement, (low, high))
+                    conn.exec_driver_sql(statement, (low, high))
     finally:
         # On failure too: the transaction may be kept by a caller that handles the error.
         for sql in triggers.values():

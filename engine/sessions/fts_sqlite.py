@@ -32,14 +32,13 @@ import heapq
 import math
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from engine.sessions.common_words import NEVER, since_of
 from engine.sessions.fulltext import Filters, Form, Hit, Order
-from engine.sessions.pairs import holds_phrase, pair_tokens, pair_words
+from engine.sessions.pairs import holds_phrase, pair_tokens
 from engine.sessions.query import Query, Term
 
 RANK_BUDGET = 500
@@ -81,11 +80,6 @@ class _Walk:
     flip: _Walk | None = None  # the same matches, walked through the other index
     fallback: _Walk | None = None  # the same matches, for when both indexes have many
     contains: tuple[str, ...] = ()  # substrings each match's content must hold (see below)
-    # The pair index holds a phrase's pairs from the largest "since" of its words on
-    # (common_words.py): this walk's matches are its own from ``low`` on, ``below``'s before.
-    low: int = 0
-    below: _Walk | None = None
-    union: _Walk | None = None  # more matches, through another index
 
 
 def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
@@ -127,11 +121,6 @@ def _idf(found: Found, budget: int, span: Any) -> float:
     else:
         df = min(total, len(found) * total / max(1, (high_id or 0) - found[-1][0] + 1))
     return math.log(1 + (total - df + 0.5) / (df + 0.5))
-
-
-def _first_match(cursor: sqlite3.Cursor, table: str, match: str, where: str, at: int) -> bool:
-    sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND {where} LIMIT 1"
-    return cursor.execute(sql, (match, at)).fetchone() is not None
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -244,64 +233,15 @@ class SqliteFullText:
             in_words += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
         if not phrases:
             return _Walk(WORD_TABLE, in_words, WORD_TABLE)
-        pairs = [token for t in phrases for token in pair_tokens(t.words)]
-        complete = self._complete(phrases, singles, excluded, pairs, in_words)
-        # The pair index holds ASCII text's pairs of two common words, from the largest
-        # "since" of their words on, and every pair of other text (pairs.py).
-        start = self._pairs_from([*phrases, *(t for t in excluded if len(t.words) > 1)])
-        if start <= 1:
-            return complete
-        # Before ``start``: the word index matches the phrases in ASCII text, the pair index in
-        # the rest, and each match is confirmed on the text (two words too), so that the
-        # messages are those the pairs of every column would give.
-        confirm = tuple(t.words for t in phrases)
+        # Exclusions are asked message by message: of the word index for a word, of the pair
+        # index for a phrase (all of its pairs).
         params: dict[str, object] = {}
-        unless = self._unless(excluded, params, complete=False)
-        if singles:
-            unless += " AND " + _holds(WORD_TABLE, [t.fts() for t in singles], params)
-        by_pairs = _Walk(PAIR_TABLE, " AND ".join(pairs), WORD_TABLE, unless, params, confirm)
-        also: dict[str, object] = {}
-        in_pairs_too = "".join(
-            " AND NOT " + _holds(PAIR_TABLE, tokens, also)
+        unless = "".join(
+            " AND NOT " + _holds(PAIR_TABLE if tokens else WORD_TABLE, tokens or [t.fts()], params)
             for t in excluded
             for tokens in [pair_tokens(t.words) if len(t.words) > 1 else []]
-            if tokens
         )
-        in_word_index = _Walk(
-            WORD_TABLE, in_words, WORD_TABLE, in_pairs_too, also, confirm, union=by_pairs
-        )
-        if start >= NEVER:  # a word not common: the rare word's messages
-            return in_word_index
-        return replace(complete, confirm=confirm, low=start, below=in_word_index)
-
-    @staticmethod
-    def _unless(excluded: Sequence[Term], params: dict[str, object], complete: bool) -> str:
-        """Exclusions asked message by message: of the word index for a word, of the pair
-        index for a phrase (all of its pairs), and of the word index too where the pair index
-        does not hold every pair (``complete`` false)."""
-        out = ""
-        for t in excluded:
-            tokens = pair_tokens(t.words) if len(t.words) > 1 else []
-            if not tokens:
-                out += " AND NOT " + _holds(WORD_TABLE, [t.fts()], params)
-            elif complete:
-                out += " AND NOT " + _holds(PAIR_TABLE, tokens, params)
-            else:
-                in_pairs = _holds(PAIR_TABLE, tokens, params)
-                out += f" AND NOT ({in_pairs} OR {_holds(WORD_TABLE, [t.fts()], params)})"
-        return out
-
-    def _complete(
-        self,
-        phrases: Sequence[Term],
-        singles: Sequence[Term],
-        excluded: Sequence[Term],
-        pairs: Sequence[str],
-        in_words: str,
-    ) -> _Walk:
-        """The walk for where the pair index holds every pair of the phrases."""
-        params: dict[str, object] = {}
-        unless = self._unless(excluded, params, complete=True)
+        pairs = [token for t in phrases for token in pair_tokens(t.words)]
         confirm = tuple(t.words for t in phrases if len(t.words) > 2)
         by_pairs = _Walk(PAIR_TABLE, " AND ".join(pairs), WORD_TABLE, unless, params, confirm)
         if not singles:
@@ -329,49 +269,6 @@ class SqliteFullText:
             fallback=_Walk(WORD_TABLE, in_words, WORD_TABLE),
         )
 
-    def _pairs_from(self, phrases: Sequence[Term]) -> int:
-        """The first message id from which the pair index holds every pair of ``phrases``:
-        the largest "since" of their words, NEVER when one of them is not common."""
-        words = [w for t in phrases for w in pair_words(t.words)]
-        if not words:
-            return 0
-        cursor = self._cursor()
-        try:
-            return max(since_of(cursor, words).values())
-        finally:
-            cursor.close()
-
-    def pairs_exist(self, pairs: Sequence[tuple[str, str]]) -> bool:
-        """Whether some message holds one of ``pairs`` (two pair words each) next to each
-        other: the pair index has it (ASCII text from the pair's first id on, other text
-        always), or the word index in ASCII text before that id."""
-        cursor = self._cursor()
-        try:
-            tokens = " OR ".join(f'"{a}_{b}"' for a, b in pairs)
-            if _first_match(cursor, PAIR_TABLE, tokens, "rowid >= ?", 0):
-                return True
-            since = since_of(cursor, [w for pair in pairs for w in pair])
-            by_start: dict[int, list[tuple[str, str]]] = {}
-            for a, b in pairs:
-                by_start.setdefault(max(since[a], since[b]), []).append((a, b))
-            for start, group in by_start.items():
-                if start > 1:
-                    phrases = " OR ".join(f'"{a} {b}"' for a, b in group)
-                    if _first_match(cursor, WORD_TABLE, phrases, "rowid < ?", start):
-                        return True
-            return False
-        finally:
-            cursor.close()
-
-    def _cursor(self) -> sqlite3.Cursor:
-        """A cursor straight on the driver, in the connection's transaction (the snapshot of
-        every other read of the search)."""
-        if not self.conn.in_transaction():
-            self.conn.begin()
-        driver = self.conn.connection.driver_connection
-        assert driver is not None  # an open SQLAlchemy connection always has one
-        return driver.cursor()
-
     def _walks(self, query: Query, form: Form) -> list[_Walk] | None:
         """The walks whose matches together are the matches of ``form``; None when the form
         adds nothing for this query."""
@@ -398,13 +295,6 @@ class SqliteFullText:
         their newest ``PROBE`` matches; the fallback when both have that many."""
         if walk.flip is None:
             return walk
-        chosen = self._sparser_of(walk)
-        if walk.below is None:
-            return chosen
-        return replace(chosen, confirm=walk.confirm, low=walk.low, below=walk.below)
-
-    def _sparser_of(self, walk: _Walk) -> _Walk:
-        assert walk.flip is not None
 
         def count(candidate: _Walk) -> int:
             table = candidate.table
@@ -434,21 +324,6 @@ class SqliteFullText:
     ) -> Found:
         """The first ``budget`` matches of ``walk`` in id order (newest first by default),
         within the id range ``ids`` when given."""
-        if walk.below is not None:
-            first, last = ids if ids is not None else (0, NEVER)
-            parts = [
-                (replace(walk, low=0, below=None), max(first, walk.low), last),
-                (walk.below, first, min(last, walk.low - 1)),
-            ]
-            found: Found = []
-            for part, low, high in parts if newest else reversed(parts):
-                if low <= high and len(found) < budget:
-                    found += self._walk(part, filters, budget - len(found), newest, (low, high))
-            return found
-        if walk.union is not None:
-            both = self._walk(replace(walk, union=None), filters, budget, newest, ids)
-            both += self._walk(walk.union, filters, budget, newest, ids)
-            return sorted(dict(both).items(), reverse=newest)[:budget]
         where, params = filters.sql()
         if ids is not None:
             where += " AND f.rowid BETWEEN :first_id AND :last_id"
@@ -475,13 +350,17 @@ class SqliteFullText:
         # Hundreds of rows: straight from the driver's cursor, which returns plain tuples at
         # a fraction of the cost of building a result row for each. In the connection's
         # transaction, so that every read of one search sees the same snapshot.
-        cursor = self._cursor()
+        if not self.conn.in_transaction():
+            self.conn.begin()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None  # an open SQLAlchemy connection always has one
+        cursor = driver.cursor()
         try:
             if not walk.contains:
                 return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
             # Candidates that hold every trigram, in id order, until ``budget`` of them hold
             # the substrings themselves.
-            found = []
+            found: Found = []
             for i, sz, content in cursor.execute(sql, params):
                 if content is None or all(
                     _holds_substring(content, literal) for literal in walk.contains

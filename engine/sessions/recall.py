@@ -228,12 +228,13 @@ class Recall:
             tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
             candidates.append([(head, t) for t in tails])
         # Most words are no compound: one look-up for all the splits says so.
-        if not self.fts.pairs_exist([pair for pairs in candidates for pair in pairs]):
+        every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
+        if not self._exists("messages_pairs", every):
             return []
         found: list[tuple[str, ...]] = []
         for pairs in candidates:
             for head, t in pairs:
-                if self.fts.pairs_exist([(head, t)]):
+                if self._exists("messages_pairs", f'"{head}_{t}"'):
                     found.append((head, t))
                     break
         return found

@@ -21,7 +21,6 @@ from engine.config import Config, load_config
 from engine.db import open_engine
 from engine.errors import CairnError
 from engine.home import Home
-from engine.sessions import common_words
 from engine.sessions.models import MessageRow, SessionRow
 
 T = TypeVar("T")
@@ -214,16 +213,6 @@ class SessionStore:
             key = result.inserted_primary_key
             assert key is not None  # a single-row INSERT always has one
             ids.append(int(key[0]))
-        if conn.dialect.name == "sqlite" and ids:
-            every = common_words.PROMOTE_EVERY
-            if ids[-1] // every != (ids[0] - 1) // every:  # crossed a multiple of it
-                driver = conn.connection.driver_connection
-                assert driver is not None  # an open SQLAlchemy connection always has one
-                cursor = driver.cursor()
-                try:
-                    common_words.promote_recent(cursor, ids[-1])
-                finally:
-                    cursor.close()
         return ids
 
     def end_session(self, session_id: str, reason: str, ended_at: float | None = None) -> None:
