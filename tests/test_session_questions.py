@@ -350,3 +350,27 @@ def test_an_old_message_with_the_rare_word_is_not_lost_behind_newer_common_ones(
     found = _ask(store, "When did Caroline go to the Coldplay concert downtown?")["results"]
     assert "first" in [r["session_id"] for r in found]
     assert next(r for r in found if r["session_id"] == "first")["match_message_id"] == ids[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_answer_to_a_question_is_the_match_not_the_question(home: Home, backend: str) -> None:
+    """Several friends asked the same question; the named person's short reply is the match,
+    scored with the words of the turn it answers, on both backends."""
+    store = open_store(backend, home)
+    ids: list[int] = []
+    pairs = [("Caroline", "Melanie"), ("Jon", "Gina"), ("Priya", "Tomas"), ("Dev", "Aisha")]
+    for n in range(12):
+        asker, painter = pairs[1 + n % 3] if n else pairs[0]
+        ids += _chat(
+            store,
+            f"show-{n}",
+            1 + n,
+            f"{asker}: Hi! How was your week?",
+            f"{painter}: Busy, but good, the kids had a long week at school and so did we.",
+            f"{asker}: So what did you end up painting for the community art show?",
+            f"{painter}: A sunset over the lake, number {n}. Took me three weekends!",
+            f"{asker}: I'd love to see it.",
+        )
+    found = _ask(store, "What did Melanie paint for the art show?")["results"]
+    assert found[0]["session_id"] == "show-0"
+    assert found[0]["match_message_id"] == ids[3]

@@ -190,6 +190,10 @@ def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
 
 class Recall:
     rows_sql = _ROWS  # the candidates' text, context and whether they ask
+    # Whether a candidate's length (from the index) counts the context indexed with it: the
+    # stemmed index holds a short reply's context in a column of its own, so its words are
+    # taken off to leave the reply's own length.
+    lengths_hold_context = True
     weights: tuple[float, ...] = WEIGHTS
     # A conversation's own terms: the rest of a name's weight when the session has the name,
     # each concept another message covers, and the runner-up message.
@@ -483,7 +487,8 @@ class Recall:
         for row in rows:
             context = row.context or ""
             context_tokens = len(WORD.findall(context)) if context else 0
-            body = max(1, lengths.get(row.id, 1) - context_tokens)
+            held = context_tokens if self.lengths_hold_context else 0
+            body = max(1, lengths.get(row.id, 1) - held)
             scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
         average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
         out = []

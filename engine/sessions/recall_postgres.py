@@ -64,6 +64,9 @@ def _tsquery(concept: Concept) -> str:
 
 class PostgresRecall(Recall):
     rows_sql = _ROWS
+    # A length here is the message's own lexemes (its tsvector): the context read with a short
+    # reply is not in it, and taking its words off left most replies a length of one.
+    lengths_hold_context = False
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
