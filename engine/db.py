@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,28 @@ def open_engine(home: Home, url: str | None = None) -> Engine:
             if _revision(engine) != SCHEMA_HEAD:
                 upgrade(engine)
 
-    return _cached(str(path), make, migrate)
+    for attempt in range(_OPEN_TRIES):
+        try:
+            return _cached(str(path), make, migrate)
+        except DBAPIError as exc:
+            # Processes creating one brand-new database together: SQLite answers a few of
+            # their first statements "database is locked" at once, without the busy timeout
+            # (the switch to WAL, a read snapshot another process's commit made stale). Nothing
+            # was kept of the failed open, and migrating again is a no-op: open again.
+            if attempt == _OPEN_TRIES - 1 or not _busy(exc):
+                raise
+            time.sleep(_OPEN_PAUSE * (attempt + 1))
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+_OPEN_TRIES, _OPEN_PAUSE = 4, 0.05
+
+
+def _busy(exc: DBAPIError) -> bool:
+    message = str(exc.orig).lower()
+    return isinstance(exc.orig, sqlite3.OperationalError) and (
+        "locked" in message or "busy" in message
+    )
 
 
 def _cached(key: str, make: Callable[[], Engine], migrate: Callable[[Engine], None]) -> Engine:

@@ -4,6 +4,9 @@ memory: the files are the source of truth."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
+
+import pytest
 
 from engine.config import Config
 from engine.db import database_path, open_engine
@@ -81,3 +84,41 @@ def test_migrations_build_exactly_the_declared_schema(home: Home) -> None:
     # The full-text tables are SQLite virtual tables that the models do not declare.
     diff = [d for d in diff if not (d[0] == "remove_table" and d[1].name.startswith("messages_"))]
     assert diff == []
+
+
+def test_a_new_database_locked_at_once_is_opened_again(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tried: the first two opens of a brand-new home fail with "database is locked", as SQLite
+    answers some statements of processes creating one database together without waiting; the
+    third opens it. Any other error is raised at once, and a lock that lasts is reported."""
+    from sqlalchemy.exc import OperationalError
+
+    import engine.db as db
+
+    real = db._cached
+    failures = iter([True, True])
+
+    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if next(failures, False):
+            raise OperationalError("PRAGMA", {}, sqlite3.OperationalError("database is locked"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(db, "_cached", flaky)
+    engine = db.open_engine(Home(tmp_path / "a"))
+    assert db._revision(engine) == db.SCHEMA_HEAD
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OperationalError("SELECT", {}, sqlite3.OperationalError("no such table: x"))
+
+    monkeypatch.setattr(db, "_cached", broken)
+    with pytest.raises(OperationalError, match="no such table"):
+        db.open_engine(Home(tmp_path / "b"))
+    calls = []
+
+    def always_locked(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        raise OperationalError("PRAGMA", {}, sqlite3.OperationalError("database is locked"))
+
+    monkeypatch.setattr(db, "_cached", always_locked)
+    with pytest.raises(OperationalError, match="locked"):
+        db.open_engine(Home(tmp_path / "c"))
+    assert len(calls) == db._OPEN_TRIES
