@@ -52,47 +52,31 @@ def load_sets() -> dict[str, tuple[list[dict[str, str]], list[dict[str, str]]]]:
         for x in (DATA / "benign.txt").read_text(encoding="utf-8").splitlines()
         if x.strip()
     ]
+
+    def pair(folder: str, prefix: str = "") -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        return (
+            _jsonl(DATA / folder / f"{prefix}attacks.jsonl"),
+            _jsonl(DATA / folder / f"{prefix}benign.jsonl"),
+        )
+
+    train_attacks, train_benign = pair("train")
     sets = {
-        "train": (
-            legacy_attacks + _jsonl(DATA / "train" / "attacks.jsonl"),
-            legacy_benign + _jsonl(DATA / "train" / "benign.jsonl"),
-        ),
-        "held-out": (
-            _jsonl(DATA / "heldout" / "attacks.jsonl"),
-            _jsonl(DATA / "heldout" / "benign.jsonl"),
-        ),
-        "fresh": (
-            _jsonl(DATA / "fresh" / "attacks.jsonl"),
-            _jsonl(DATA / "fresh" / "benign.jsonl"),
-        ),
-        "dev2": (
-            _jsonl(DATA / "dev2" / "attacks.jsonl"),
-            _jsonl(DATA / "dev2" / "benign.jsonl"),
-        ),
-        "dev3": (
-            _jsonl(DATA / "dev3" / "attacks.jsonl"),
-            _jsonl(DATA / "dev3" / "benign.jsonl"),
-        ),
-        "post": (
-            _jsonl(DATA / "post" / "attacks.jsonl"),
-            _jsonl(DATA / "post" / "benign.jsonl"),
-        ),
-        "dev4": (
-            _jsonl(DATA / "dev4" / "attacks.jsonl"),
-            _jsonl(DATA / "dev4" / "benign.jsonl"),
-        ),
-        "dev4-post": (
-            _jsonl(DATA / "dev4" / "post_attacks.jsonl"),
-            _jsonl(DATA / "dev4" / "post_benign.jsonl"),
-        ),
-        "dev5": (
-            _jsonl(DATA / "dev5" / "attacks.jsonl"),
-            _jsonl(DATA / "dev5" / "benign.jsonl"),
-        ),
-        "dev5-post": (
-            _jsonl(DATA / "dev5" / "post_attacks.jsonl"),
-            _jsonl(DATA / "dev5" / "post_benign.jsonl"),
-        ),
+        "train": (legacy_attacks + train_attacks, legacy_benign + train_benign),
+        # (name, folder, file prefix): a development set's "post" half is its measured one.
+        **{
+            name: pair(folder, prefix)
+            for name, folder, prefix in (
+                ("held-out", "heldout", ""),
+                ("fresh", "fresh", ""),
+                ("dev2", "dev2", ""),
+                ("dev3", "dev3", ""),
+                ("post", "post", ""),
+                ("dev4", "dev4", ""),
+                ("dev4-post", "dev4", "post_"),
+                ("dev5", "dev5", ""),
+                ("dev5-post", "dev5", "post_"),
+            )
+        },
     }
     return {name: rows for name, rows in sets.items() if rows[0] or rows[1]}
 
