@@ -118,6 +118,19 @@ def insert_behind_the_index(store: SessionStore, session_id: str, content: str) 
         conn.execute(text(trigger))
 
 
+def downgrade_to(store: SessionStore, revision: str) -> None:
+    """Take the store's database back to ``revision``, as a history written before a later
+    migration was, to check that migration's upgrade (and its downgrade on the way)."""
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", "engine:migrations")
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
+
+
 @pytest.fixture
 def scripted() -> Iterator[ScriptedServer]:
     """A scripted OpenAI-compatible server on loopback; queue steps with ``scripted.add``."""

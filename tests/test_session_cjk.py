@@ -20,7 +20,7 @@ from engine.home import Home
 from engine.sessions.query import CJK_GRAM_CLASS, parse_query
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
-from tests.conftest import REPO, open_store
+from tests.conftest import REPO, downgrade_to, open_store
 
 MIGRATION = REPO / "engine" / "migrations" / "versions" / "0003_cjk_grams_unaccent.py"
 
@@ -154,21 +154,10 @@ def _check_gram_index(store: SessionStore) -> None:
         conn.rollback()
 
 
-def _to_revision(store: SessionStore, revision: str) -> None:
-    from alembic import command
-    from alembic.config import Config as AlembicConfig
-
-    config = AlembicConfig()
-    config.set_main_option("script_location", "engine:migrations")
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, revision)
-
-
 def test_upgrade_indexes_the_messages_already_there(store: SessionStore) -> None:
     """A history written before 0003 (and 0003 undone, to check its downgrade) is searchable
     by short CJK words and without accents once upgraded."""
-    _to_revision(store, "0002")
+    downgrade_to(store, "0002")
     with store.engine.connect() as conn:
         if store.engine.dialect.name == "sqlite":
             left = "SELECT name FROM sqlite_master WHERE name LIKE 'messages_cjk%'"
@@ -285,7 +274,7 @@ def test_postgres_without_unaccent_still_searches(home: Home) -> None:
     """A server without unaccent (or a role that may not create it) gets the configuration
     without it: accents are then kept, and the rest works."""
     store = open_store("postgresql", home)
-    _to_revision(store, "0002")
+    downgrade_to(store, "0002")
     migration = _migration()
     migration._unaccent_schema = lambda conn: None
     with store.engine.begin() as conn:

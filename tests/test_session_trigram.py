@@ -18,7 +18,7 @@ from engine.sessions.fulltext import Filters
 from engine.sessions.query import parse_query
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
-from tests.conftest import open_store
+from tests.conftest import downgrade_to, open_store
 
 # Letters whose case Python and FTS5 fold differently (µ, ſ, ς and ϐ are folded by FTS5 but
 # kept by str.lower; Cherokee and Georgian capitals are lowered by Python only), beside ASCII,
@@ -101,21 +101,10 @@ def test_the_index_keeps_no_positions_and_stays_in_step(sqlite_store: SessionSto
     assert set(maintenance.check(sqlite_store).fts.values()) == {"ok"}
 
 
-def _to_revision(store: SessionStore, revision: str) -> None:
-    from alembic import command
-    from alembic.config import Config as AlembicConfig
-
-    config = AlembicConfig()
-    config.set_main_option("script_location", "engine:migrations")
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, revision)
-
-
 def test_upgrade_indexes_the_messages_already_there(sqlite_store: SessionStore) -> None:
     """A history written before 0007 (and 0007 undone, to check its downgrade) is found by
     substrings once upgraded, and every index checks out."""
-    _to_revision(sqlite_store, "0006")
+    downgrade_to(sqlite_store, "0006")
     with sqlite_store.engine.connect() as conn:
         sql = conn.exec_driver_sql(
             "SELECT sql FROM sqlite_master WHERE name = 'messages_trigram'"
