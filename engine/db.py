@@ -121,7 +121,7 @@ def open_engine(home: Home, url: str | None = None) -> Engine:
             if _revision(engine) != SCHEMA_HEAD:
                 upgrade(engine)
 
-    for attempt in range(_OPEN_TRIES):
+    for attempt in range(1, _OPEN_TRIES):
         try:
             return _cached(str(path), make, migrate)
         except DBAPIError as exc:
@@ -129,10 +129,10 @@ def open_engine(home: Home, url: str | None = None) -> Engine:
             # their first statements "database is locked" at once, without the busy timeout
             # (the switch to WAL, a read snapshot another process's commit made stale). Nothing
             # was kept of the failed open, and migrating again is a no-op: open again.
-            if attempt == _OPEN_TRIES - 1 or not _busy(exc):
+            if not _busy(exc):
                 raise
-            time.sleep(_OPEN_PAUSE * (attempt + 1))
-    raise AssertionError("unreachable")  # the loop returns or raises
+            time.sleep(_OPEN_PAUSE * attempt)
+    return _cached(str(path), make, migrate)  # the last try, whatever it raises
 
 
 _OPEN_TRIES, _OPEN_PAUSE = 4, 0.05

@@ -190,14 +190,13 @@ class _Builder:
 
     def _flush_space(self) -> None:
         if self.space is not None:
-            self._put(self.space, self.space_idx, _C_NONLETTER)
-            self.space = None
+            space, self.space = self.space, None
+            self._append(space, self.space_idx, _C_NONLETTER, space)
 
-    def _put(self, ch: str, idx: int, cls: str) -> None:
+    def _append(self, ch: str, idx: int, cls: str, low: str) -> None:
         self.cp.append(ch)
         self.cp_map.append(idx)
         self.classes.append(cls)
-        low = _folded(ch)
         self.lc.append(low)
         self.lc_map.extend([idx] * len(low))
 
@@ -207,13 +206,8 @@ class _Builder:
             if sub is None:
                 self.note_space(idx, bool(cls))
                 continue
-            if self.space is not None:
-                self._flush_space()
-            self.cp.append(sub)
-            self.cp_map.append(idx)
-            self.classes.append(cls)  # type: ignore[arg-type]
-            self.lc.append(low)
-            self.lc_map.extend([idx] * len(low))
+            self._flush_space()
+            self._append(sub, idx, cls, low)  # type: ignore[arg-type]
 
     def put_ascii(self, run: str, start: int) -> None:
         self._flush_space()
