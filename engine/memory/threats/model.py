@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 import re
 from pathlib import Path
 
@@ -156,10 +155,6 @@ class _Model:
                     evidence += hit[1]
         return z, evidence
 
-    def logit(self, feats: list[str]) -> float:
-        get = self.weights.get
-        return self.bias + sum(get(f, 0.0) for f in set(feats))
-
     def category(self, feats: list[str]) -> str:
         scores = list(self.cat_bias)
         for f in set(feats):
@@ -182,14 +177,6 @@ def vocabulary() -> frozenset[str]:
     """The words the model has a weight for (empty when the weights cannot be read)."""
     loaded = _load()
     return frozenset(w for w in loaded.uni if w.isalpha()) if loaded is not None else frozenset()
-
-
-def probability(lc: str) -> float:
-    model = _load()
-    if model is None:
-        return 0.0
-    z = model.logit(features(lc))
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def _abstains(lc: str, toks: list[str], grams: list[str]) -> bool:
