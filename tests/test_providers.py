@@ -646,8 +646,16 @@ def test_context_length_defaults_when_nothing_answers() -> None:
 # -- detection -------------------------------------------------------------------------------
 
 
+# What the tests that expect an answer give each probe: the default (0.3 s, for a window that
+# must not wait) is shorter than a loopback answer takes on a loaded test machine, where a probe
+# that gave up passed for "nothing there". Reading the answer is what these tests check.
+PROBE = 3.0
+
+
 def test_detect_finds_an_openai_compatible_server(scripted: ScriptedServer) -> None:
-    found = detect_local_servers(ports={"llama.cpp": scripted.port, "LM Studio": closed_port()})
+    found = detect_local_servers(
+        ports={"llama.cpp": scripted.port, "LM Studio": closed_port()}, timeout=PROBE
+    )
     assert [(s.name, s.base_url, s.models) for s in found] == [
         ("llama.cpp", scripted.url, [scripted.model])
     ]
@@ -658,7 +666,7 @@ def test_detect_reads_ollamas_model_list(
 ) -> None:
     tags = {"models": [{"name": "llama3.2:latest"}, {"name": "qwen2.5:7b"}]}
     server = json_server({"GET /api/tags": tags})
-    found = detect_local_servers(ports={"Ollama": server.port})
+    found = detect_local_servers(ports={"Ollama": server.port}, timeout=PROBE)
     assert len(found) == 1
     assert found[0].name == "Ollama"
     assert found[0].base_url == f"{server.url}/v1"
@@ -670,7 +678,7 @@ def test_detect_reads_an_old_llama_cpp_from_props(
 ) -> None:
     props = {"default_generation_settings": {"n_ctx": 4096}, "model_path": "/m/qwen.gguf"}
     server = json_server({"GET /props": props})
-    found = detect_local_servers(ports={"llama.cpp": server.port})
+    found = detect_local_servers(ports={"llama.cpp": server.port}, timeout=PROBE)
     assert [(s.name, s.models) for s in found] == [("llama.cpp", ["qwen.gguf"])]
 
 
@@ -686,7 +694,7 @@ def test_detect_ignores_servers_that_answer_something_else(
 ) -> None:
     server = json_server({"GET /api/tags": ["not", "ollama"], "GET /v1/models": {"x": 1}})
     ports = {"Ollama": server.port, "LM Studio": server.port, "llama.cpp": server.port}
-    assert detect_local_servers(ports=ports) == []
+    assert detect_local_servers(ports=ports, timeout=PROBE) == []
 
 
 def test_local_provider_without_llama_cpp_says_what_to_install(
