@@ -155,7 +155,8 @@ class Agent:
         # directly), always in addition to the built-in memory; None when there is none.
         self.external_memory = self._start_external_memory(memory_provider)
         self.search_tool = sessions_tool.SessionSearchTool(
-            SessionSearch(self.store), mark_untrusted=screen.mark_untrusted
+            SessionSearch(self.store, semantic=self.config.sessions.semantic),
+            mark_untrusted=screen.mark_untrusted,
         )
         self._memory_tool = memory_tool.MemoryTool(self.memory)
         self.tools = self._registry()

@@ -121,6 +121,12 @@ class DisplayConfig(_Section):
         return value
 
 
+class SessionsConfig(_Section):
+    # Rank session_search's questions by meaning as well as by words: synonyms, a general idea
+    # for its case. Needs the semantic extra (docs/sessions.md); without it, words only.
+    semantic: bool = False
+
+
 class CompressionConfig(_Section):
     threshold: float = Field(default=0.5, gt=0.0, le=1.0)
 
@@ -261,6 +267,7 @@ class Config(_Section):
     _from_file: bool = PrivateAttr(default=False)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     display: DisplayConfig = Field(default_factory=DisplayConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import IO, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.cli_output import emit as _emit
+from engine.config import ConfigError, load_config
 from engine.db import DatabaseError
 from engine.errors import CairnError
 from engine.sessions import hermes, maintenance
@@ -96,6 +98,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     search.add_argument("--anchor", type=int, help="message id to scroll from")
     search.add_argument("--direction", choices=["around", "forward", "backward"], default="around")
     search.add_argument("--window", type=int, help="messages on each side (discover, scroll)")
+    search.add_argument(
+        "--semantic",
+        action="store_true",
+        help="rank questions by meaning as well (sessions.semantic in config.yaml; the extra)",
+    )
+
+    embed = command("embed", "embed stored messages for semantic search (the semantic extra)")
+    embed.add_argument(
+        "--limit", "-n", type=int, help="embed at most this many, newest first (default: all)"
+    )
 
     importing = command("import", "import sessions from a JSONL file or a Hermes Agent home")
     importing.add_argument("file", nargs="?", help="JSONL file, one session a line ('-' = stdin)")
@@ -391,6 +403,13 @@ def _search_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _semantic_configured(args: argparse.Namespace) -> bool:
+    try:
+        return load_config(args.home_path).sessions.semantic
+    except ConfigError:
+        return False  # a config.yaml that does not read is reported where it matters
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     kwargs = _search_kwargs(args)
     store = _store(args)
@@ -398,7 +417,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         kwargs["session_id"] = _resolve(store, args.session).id
         if args.mode == "scroll":
             kwargs.update(anchor_id=args.anchor, direction=args.direction, window=args.window)
-    result = SessionSearch(store)(args.mode, **kwargs)
+    semantic = args.semantic or _semantic_configured(args)
+    result = SessionSearch(store, semantic=semantic, embed=not args.readonly)(args.mode, **kwargs)
     text = _search_text(result)
     hint: str | None = None
     foreign: list[dict[str, Any]] = []
@@ -455,6 +475,31 @@ def _import_from_hermes(args: argparse.Namespace) -> int:
 
 def _hermes_hint(args: argparse.Namespace, store: SessionStore) -> str | None:
     return hermes.hint(args.home_path, store)
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from engine.sessions import meaning
+    from engine.sessions.vectors import VectorIndex
+
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    if not meaning.available():
+        raise Refused("unavailable", meaning.NOT_INSTALLED)
+    store = _store(args)
+    started = time.perf_counter()
+    shown = sys.stderr.isatty() and not args.json
+
+    def progress(done: int) -> None:
+        if shown:
+            print(f"\r  {done:,} messages embedded", end="", file=sys.stderr, flush=True)
+
+    done = VectorIndex(store.engine, store.writer).catch_up(args.limit, progress)
+    if shown:
+        print(file=sys.stderr)
+    seconds = time.perf_counter() - started
+    payload = {"ok": True, "embedded": done, "seconds": round(seconds, 2)}
+    _emit(args, payload, f"embedded {done:,} messages in {seconds:.1f} s")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:

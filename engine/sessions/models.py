@@ -5,7 +5,7 @@ Times are unix seconds (UTC) as floats, the same on SQLite and PostgreSQL, and c
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import Float, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from engine.db import Base
@@ -57,3 +57,16 @@ class MessageRow(Base):
     tool_name: Mapped[str | None] = mapped_column(String(128), nullable=True)
     timestamp: Mapped[float] = mapped_column(Float)
     token_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class MessageVectorRow(Base):
+    """A message's sentence vector for semantic search (engine/sessions/vectors.py): 384
+    float16 values, or empty for a message with nothing to embed (migration 0008)."""
+
+    __tablename__ = "message_vectors"
+
+    message_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True,
+        autoincrement=False,
+    )  # fmt: skip
+    vector: Mapped[bytes] = mapped_column(LargeBinary)

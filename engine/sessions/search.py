@@ -12,15 +12,19 @@ Modes:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import time
 from collections import defaultdict, namedtuple
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, TextClause, bindparam, text
+from sqlalchemy.exc import OperationalError
 
 from engine.sessions.fts import full_text_for
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit
@@ -30,6 +34,9 @@ from engine.sessions.snippet import snippet
 from engine.sessions.store import SessionInfo, SessionStore
 from engine.sessions.when import anchor_time
 
+if TYPE_CHECKING:
+    from engine.sessions.vectors import VectorIndex
+
 Mode = Literal["discover", "scroll", "read", "browse"]
 
 DEFAULT_LIMIT, MAX_LIMIT = 3, 10
@@ -37,6 +44,9 @@ DEFAULT_WINDOW, MAX_WINDOW = 5, 20
 BOOKEND = 3
 READ_HEAD, READ_TAIL = 20, 10
 HITS_PER_SESSION = 8  # candidate messages fetched per wanted session, before de-duplication
+# Semantic ranking (engine/sessions/vectors.py): how deep the word ranking goes for fusion, the
+# fusion's rank offset, and the meaning ranking's weight against the words'.
+FUSED_DEPTH, FUSION_K, SEMANTIC_WEIGHT = 20, 60, 0.3
 
 
 class SearchError(ValueError):
@@ -199,6 +209,25 @@ def _session(conn: Connection, sid: str) -> dict[str, Any]:
     return dict(row)
 
 
+def _fused(
+    lexical: list[tuple[Hit, int | None, Form]], nearest: list[Hit], limit: int
+) -> list[tuple[Hit, int | None, Form]]:
+    """Reciprocal rank fusion of the word ranking and the meaning ranking, per conversation:
+    ranks rather than scores, as BM25 sums and cosines are on scales of their own. A
+    conversation found by both keeps the word ranking's message and its runner-up."""
+    score: dict[str, float] = defaultdict(float)
+    entry: dict[str, tuple[Hit, int | None, Form]] = {}
+    for rank, item in enumerate(lexical):
+        root = item[0].root_session_id
+        score[root] += 1.0 / (FUSION_K + rank)
+        entry.setdefault(root, item)
+    for rank, hit in enumerate(nearest):
+        score[hit.root_session_id] += SEMANTIC_WEIGHT / (FUSION_K + rank)
+        entry.setdefault(hit.root_session_id, (hit, None, "any"))
+    order = sorted(score, key=lambda root: score[root], reverse=True)
+    return [entry[root] for root in order[:limit]]
+
+
 def _day(moment: float | None) -> str | None:
     """A session's date as the card shows it."""
     if moment is None:
@@ -210,8 +239,14 @@ _NEWEST_SQL = text("SELECT timestamp FROM messages ORDER BY id DESC LIMIT 1")
 
 
 class SessionSearch:
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, semantic: bool = False, embed: bool = True) -> None:
+        """``semantic``: rank questions by meaning as well as by words (the semantic extra,
+        engine/sessions/vectors.py; words only, with a note, when it is not installed).
+        ``embed``: before each such search, embed the newest messages that have no vector yet
+        (off for a read-only database)."""
         self.store = store
+        self.semantic = semantic
+        self.embed = embed
 
     def __call__(self, mode: Mode = "discover", **kwargs: Any) -> dict[str, Any]:
         handlers: dict[str, Callable[..., dict[str, Any]]] = {
@@ -282,6 +317,7 @@ class SessionSearch:
         if parsed.empty:
             result["note"] = "the query has no searchable words"
             return result
+        vectors = self._vectors(result) if self.semantic and order == "relevance" else None
         with self.store.engine.connect() as conn:
             fts = full_text_for(conn)
             question = None
@@ -296,7 +332,7 @@ class SessionSearch:
                 if len(phrased) == limit:
                     chosen, question = phrased, None
             if question is not None:
-                chosen = self._answers(conn, fts, question, filters, limit)
+                chosen = self._answers(conn, fts, question, filters, limit, vectors, query)
             answered = bool(chosen) and question is not None
             if not chosen:
                 chosen = self._candidates(fts, parsed, filters, limit, order)
@@ -309,6 +345,22 @@ class SessionSearch:
         if answered and question is not None and question.span is not None:
             result["dates"] = [_day(question.span.since), _day(question.span.until)]
         return result
+
+    def _vectors(self, result: dict[str, Any]) -> VectorIndex | None:
+        """The semantic index, its newest messages embedded first; None (and a note in the
+        result) when the extra is not installed."""
+        from engine.sessions import meaning
+        from engine.sessions.vectors import SEARCH_BUDGET, VectorIndex
+
+        if not meaning.available():
+            result["note"] = meaning.NOT_INSTALLED + "; ranked by words only"
+            return None
+        vectors = VectorIndex(self.store.engine, self.store.writer)
+        if self.embed:
+            # Busy or read-only: the search uses the vectors already written.
+            with contextlib.suppress(OperationalError):
+                vectors.catch_up(SEARCH_BUDGET)
+        return vectors
 
     def _other_forms(
         self,
@@ -340,21 +392,49 @@ class SessionSearch:
         return anchor_time(None if newest is None else float(newest), time.time())
 
     def _answers(
-        self, conn: Connection, fts: FullText, question: Question, filters: Filters, limit: int
+        self,
+        conn: Connection,
+        fts: FullText,
+        question: Question,
+        filters: Filters,
+        limit: int,
+        vectors: VectorIndex | None = None,
+        query: str = "",
     ) -> list[tuple[Hit, int | None, Form]]:
         """A question's best conversations, ranked on their text, reply context and whole
-        sessions (recall.py; on PostgreSQL recall_postgres.py), the date span first."""
+        sessions (recall.py; on PostgreSQL recall_postgres.py), the date span first; with
+        ``vectors``, fused with the conversations nearest in meaning."""
+        depth = max(limit, FUSED_DEPTH) if vectors is not None else limit
         if conn.dialect.name == "sqlite":
             from engine.sessions.fts_sqlite import SqliteFullText
             from engine.sessions.recall import Recall
 
             assert isinstance(fts, SqliteFullText)
-            return [(r.hit, r.second, "any") for r in Recall(fts).rank(question, filters, limit)]
-        from engine.sessions.recall_postgres import PostgresRecall
+            ranked = Recall(fts).rank(question, filters, depth)
+        else:
+            from engine.sessions.recall_postgres import PostgresRecall
 
-        return [
-            (r.hit, r.second, "any") for r in PostgresRecall(conn).rank(question, filters, limit)
-        ]
+            ranked = PostgresRecall(conn).rank(question, filters, depth)
+        lexical: list[tuple[Hit, int | None, Form]] = [(r.hit, r.second, "any") for r in ranked]
+        if vectors is None:
+            return lexical
+        return _fused(lexical, self._nearest(conn, vectors, query, question, filters), limit)
+
+    @staticmethod
+    def _nearest(
+        conn: Connection, vectors: VectorIndex, query: str, question: Question, filters: Filters
+    ) -> list[Hit]:
+        """The best message of each conversation by meaning, the question's span first."""
+        rounds = [filters]
+        if question.span is not None:
+            since = max(filters.since or -math.inf, question.span.since)
+            until = min(filters.until or math.inf, question.span.until)
+            rounds = [replace(filters, since=since, until=until), filters]
+        best: dict[str, Hit] = {}
+        for round_filters in rounds:
+            for hit in vectors.nearest(conn, query, round_filters):
+                best.setdefault(hit.root_session_id, hit)
+        return list(best.values())
 
     @staticmethod
     def _candidates(

@@ -106,6 +106,11 @@ class SessionStore:
         self.engine = engine
         self._writer = engine.execution_options(sqlite_immediate=True)
 
+    @property
+    def writer(self) -> Engine:
+        """The engine for writes (on SQLite, transactions that take the write lock at once)."""
+        return self._writer
+
     @classmethod
     def open(cls, home: Home, config: Config | None = None) -> SessionStore:
         """The store ``home`` is configured for: its embedded SQLite database, or the server
