@@ -1203,7 +1203,9 @@ def _empty_postgres(url: str) -> None:
 class Cairn:
     """The archive in a real Cairn home, searched through session_search."""
 
-    def __init__(self, archive: Archive, folder: Path, postgres: str | None = None) -> None:
+    def __init__(
+        self, archive: Archive, folder: Path, postgres: str | None = None, semantic: bool = False
+    ) -> None:
         config = Config()
         if postgres:
             _empty_postgres(postgres)
@@ -1224,7 +1226,13 @@ class Cairn:
                 )
             for i, mid in enumerate(self.store.append(s.key, messages)):
                 self.where[mid] = (s.key, i)
-        self.search_tool = SessionSearch(self.store)
+        self.search_tool = SessionSearch(self.store, semantic=semantic)
+        if semantic:
+            from engine.sessions.vectors import VectorIndex
+
+            cpu = time.process_time()
+            embedded = VectorIndex(self.store.engine, self.store.writer).catch_up()
+            print(f"  embedded {embedded:,} messages in {time.process_time() - cpu:.1f} s of CPU")
 
     def search(self, question: str) -> dict[str, Any]:
         return self.search_tool("discover", query=question, limit=TOP)
@@ -1335,7 +1343,12 @@ OWN_ARCHIVE: dict[str, tuple[int, dict[str, list[tuple[str, str]]], bool]] = {
 
 
 def run(
-    seed: int, batches: list[str], misses: int, postgres: str | None = None, echoes: bool = False
+    seed: int,
+    batches: list[str],
+    misses: int,
+    postgres: str | None = None,
+    echoes: bool = False,
+    semantic: bool = False,
 ) -> dict[str, Tally]:
     archive = build_archive(seed, echoes)
     messages = sum(len(s.turns) for s in archive.sessions)
@@ -1346,8 +1359,11 @@ def run(
     results: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory(prefix="cairn-recall-") as folder:
         started = time.perf_counter()
-        cairn = Cairn(archive, Path(folder), postgres)
-        print(f"  Cairn on {'PostgreSQL' if postgres else 'SQLite'}")
+        cairn = Cairn(archive, Path(folder), postgres, semantic)
+        print(
+            f"  Cairn on {'PostgreSQL' if postgres else 'SQLite'}"
+            + (", words and meaning (semantic)" if semantic else "")
+        )
         baseline = Baseline(archive)
         print(f"  loaded in {time.perf_counter() - started:.1f} s")
         try:
@@ -1518,6 +1534,11 @@ def main(argv: list[str] | None = None) -> int:
         "--postgres", default=None, help="URL of a PostgreSQL database to EMPTY and search in"
     )
     parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="rank by meaning as well (needs the semantic extra; embeds each archive first)",
+    )
+    parser.add_argument(
         "--train", action="store_true", help="learn recall.py's weights on the tuning batch"
     )
     args = parser.parse_args(argv)
@@ -1526,13 +1547,15 @@ def main(argv: list[str] | None = None) -> int:
     print("load average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     results: dict[str, Tally] = {}
     if args.batch == "all":
-        results |= run(args.seed, ["tuning", "held-out"], args.misses, args.postgres)
+        results |= run(
+            args.seed, ["tuning", "held-out"], args.misses, args.postgres, semantic=args.semantic
+        )
         for batch, (seed, _, echoes) in OWN_ARCHIVE.items():
-            results |= run(seed, [batch], args.misses, args.postgres, echoes)
+            results |= run(seed, [batch], args.misses, args.postgres, echoes, args.semantic)
     else:
         seed, _, echoes = OWN_ARCHIVE.get(args.batch, (args.seed, {}, False))
         seed = seed if args.seed == SEED else args.seed
-        results |= run(seed, [args.batch], args.misses, args.postgres, echoes)
+        results |= run(seed, [args.batch], args.misses, args.postgres, echoes, args.semantic)
     print("\nsummary: session@5 / evidence@5, Cairn against plain FTS5")
     for batch, t in results.items():
         print(
