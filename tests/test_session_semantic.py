@@ -193,16 +193,20 @@ def test_meaning_keeps_the_searchs_filters(home: Home) -> None:
 
 
 def test_without_the_extra_the_search_says_so_and_uses_words(
-    home: Home, monkeypatch: pytest.MonkeyPatch
+    home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """semantic on, the model package absent (as on a machine without the extra): the search
     answers on words, with a one-line note; `cairn sessions embed` refuses in one line."""
     store = SessionStore.open(home, Config())
     _fill(store)
     monkeypatch.setattr(meaning, "model_dir", lambda: None)
+    monkeypatch.setattr(meaning, "_shared", None)  # a process that never loaded the model
     result = SessionSearch(store, semantic=True)("discover", query="Where is Caroline working?")
     assert result["results"] and "semantic extra" in result["note"]
     assert _vectors(store) == {}
+    assert cairn_main(["--home", str(home.root), "sessions", "embed"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "semantic extra" in error and "\n" not in error
 
 
 def test_the_index_notices_a_database_made_again_at_the_same_address(home: Home) -> None:

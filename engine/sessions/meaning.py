@@ -10,6 +10,7 @@ model's own ``tokenizer.json`` read by ``tokenizers``. Nothing is downloaded at 
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,6 +92,9 @@ class Encoder:
     """Texts → unit vectors whose dot product is their closeness in meaning."""
 
     def __init__(self, folder: Path) -> None:
+        # The tokenizer's own thread pool buys nothing for a few texts at a time, and it warns
+        # on stderr whenever a process that used it forks (cron jobs, provider probes).
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 

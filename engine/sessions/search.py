@@ -352,8 +352,10 @@ class SessionSearch:
         from engine.sessions import meaning
         from engine.sessions.vectors import SEARCH_BUDGET, VectorIndex
 
-        if not meaning.available():
-            result["note"] = meaning.NOT_INSTALLED + "; ranked by words only"
+        try:
+            meaning.encoder()  # loaded once a process; a broken install says so here
+        except meaning.MeaningUnavailable as exc:
+            result["note"] = exc.message + "; ranked by words only"
             return None
         vectors = VectorIndex(self.store.engine, self.store.writer)
         if self.embed:
