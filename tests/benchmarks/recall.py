@@ -1,7 +1,7 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|
-        natural|all] [--misses N] [--postgres URL] [--train]
+        natural|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -34,6 +34,9 @@ same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their 
 * evidence in cards@5 (Cairn only): an evidence turn anywhere in the 5 cards;
 * how lexical the set is: questions whose every content word appears, exactly, in an evidence
   turn (a set where that is high would be trivial for any index).
+
+``--semantic`` ranks by meaning as well (the semantic extra, docs/sessions.md): each archive is
+embedded first, and the figures are Cairn's with words and meaning fused.
 
 Not a timed test: speed is tests/benchmarks/session_search.py's job.
 """
