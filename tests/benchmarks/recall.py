@@ -1,6 +1,6 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
-    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|
+    python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
         natural|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
@@ -18,14 +18,16 @@ evidence on purpose: synonyms, other inflections (``adopted`` / ``adoption``), c
 (``road trip`` / ``roadtrips``), question words, the speaker's name. Each question lists its
 evidence turns and their sessions.
 
-Six batches, each from its own templates: ``tuning`` (the phrasings Cairn is tuned on, and the
+Seven batches, each from its own templates: ``tuning`` (the phrasings Cairn is tuned on, and the
 only batch ``--train`` learns from), ``held-out`` (other phrasings of the same facts, never
 looked at while tuning), ``fresh`` and ``new`` (written at later rounds, over archives of other
-seeds), ``unseen`` (phrasings of its own, written before the learned weights, measured only)
-and ``natural`` (written with unseen: questions that share words with the evidence the way
+seeds), ``unseen`` (phrasings of its own, written before the learned weights, measured only),
+``natural`` (written with unseen: questions that share words with the evidence the way
 people ask, the name, a question word and a word of the evidence, over an archive with echoes,
 turns that say the same words of someone else; a plain index is strong there; its temporal
-misses were read once, in the fourth round, so it is a development set since). Each prints,
+misses were read once, in the fourth round, so it is a development set since), and ``later``
+(an agent's requests on its user's behalf, "remind me…", written in the fifth round after the
+semantic weights were chosen, over a sixth archive with echoes, measured only). Each prints,
 for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
 same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
@@ -1337,11 +1339,82 @@ def report(name: str, by_kind: dict[str, Tally]) -> Tally:
 
 
 # The batches asked of an archive of their own seed, and their templates.
+# Written in the fifth round, after the semantic weights were chosen, and measured once (words
+# alone and with meaning): the requests an agent makes on its user's behalf ("remind me…",
+# "did … ever mention…"), over an archive of a sixth seed with echoes.
+LATER_SEED = 97
+LATER_TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "pet": [
+        ("single", "Remind me what kind of animal {s} brought home."),
+        ("inference", "Does {s} have someone at home to walk or feed?"),
+    ],
+    "instrument": [
+        ("single", "Did {s} ever mention learning music?"),
+        ("single", "Which {inst} teacher comment did {s} pass on?"),
+    ],
+    "painting": [
+        ("single", "Remind me what {s} painted."),
+        ("inference", "Is {s} an artist of some sort?"),
+    ],
+    "job": [
+        ("single", "Did {s} find a new job?"),
+        ("single", "Remind me what {s} does for a living now."),
+    ],
+    "race": [
+        ("single", "How long did {s} take to finish the run?"),
+        ("inference", "Does {s} do endurance sports?"),
+    ],
+    "allergy": [
+        ("single", "Is there something {s} cannot eat?"),
+        ("inference", "What should I leave out when cooking for {s}?"),
+    ],
+    "book": [
+        ("single", "Which book kept {s} up at night?"),
+        ("inference", "Could I recommend a story to {s}, what do they like reading?"),
+    ],
+    "car": [
+        ("single", "What did {s} buy to get around?"),
+        ("single", "Remind me about {s}'s car purchase."),
+    ],
+    "garden": [
+        ("single", "What is {s} growing at home?"),
+        ("inference", "Does {s} have a green thumb?"),
+    ],
+    "volunteer": [
+        ("single", "Where does {s} give their time for free?"),
+        ("inference", "Is {s} involved in any charity?"),
+    ],
+    "move": [
+        ("single", "Where is {s} relocating to?"),
+        ("single", "Did {s} mention moving house?"),
+    ],
+    "trip": [
+        ("multi", "List the road trips {s} told me about."),
+        ("multi", "Where has {s} been on holiday by car?"),
+        ("temporal", "Remind me where {s} travelled in {month} {year}."),
+        ("temporal", "Where did {s} go {ago}?"),
+    ],
+    "bake": [
+        ("multi", "Everything {s} baked, please."),
+        ("multi", "Which desserts has {s} tried making?"),
+        ("temporal", "What did {s} bake in {month} {year}?"),
+        ("temporal", "What came out of {s}'s oven {ago}?"),
+    ],
+    "concert": [
+        ("multi", "Which bands has {s} seen?"),
+        ("multi", "Remind me of the shows {s} went to."),
+        ("temporal", "Which concert was {s} at in {month} {year}?"),
+        ("temporal", "Who did {s} see play {ago}?"),
+    ],
+}
+
+
 OWN_ARCHIVE: dict[str, tuple[int, dict[str, list[tuple[str, str]]], bool]] = {
     "fresh": (FRESH_SEED, FRESH_TEMPLATES, False),
     "new": (NEW_SEED, NEW_TEMPLATES, False),
     "unseen": (UNSEEN_SEED, UNSEEN_TEMPLATES, False),
     "natural": (NATURAL_SEED, NATURAL_TEMPLATES, True),
+    "later": (LATER_SEED, LATER_TEMPLATES, True),
 }
 
 
@@ -1530,7 +1603,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument(
-        "--batch", default="all", help="tuning, held-out, fresh, new, unseen, natural or all"
+        "--batch", default="all", help="tuning, held-out, fresh, new, unseen, natural, later or all"
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
