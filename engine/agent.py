@@ -30,7 +30,7 @@ from engine.compression import (
     message_tokens,
     needs_compression,
 )
-from engine.config import Config, answers_on_tiny_model, load_config
+from engine.config import Config, ConfigError, answers_on_tiny_model, load_config
 from engine.errors import CairnError
 from engine.events import (
     AgentEvent,
@@ -687,8 +687,19 @@ class Agent:
         self.messages = []
         self.user_turns = 0
         self.prompt = self._build_prompt()
+        self._follow_search_setting()
         self._new_session_id(parent=None)
         self._emit(SessionStarted(self.session_id, None, "new"))
+
+    def _follow_search_setting(self) -> None:
+        """sessions.semantic as config.yaml says now: the settings dialog promises a change of
+        it from the next session, without a new agent."""
+        try:
+            semantic = load_config(self.home).sessions.semantic
+        except ConfigError:
+            return  # the file does not read: keep what the agent started with
+        self.config.sessions.semantic = semantic
+        self.search_tool.search.semantic = semantic
 
     def take_back_last_turn(self) -> str | None:
         """Take the last user message and everything after it (the reply, its tool rounds)

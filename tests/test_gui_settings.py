@@ -43,6 +43,7 @@ def test_it_shows_the_settings_and_saves_nothing_unchanged(dialog: SettingsDialo
     assert dialog.memory_limit.value() == 2200 and dialog.user_limit.value() == 1375
     assert not dialog.approval.isChecked()
     assert dialog.notifications.currentData() == "on"
+    assert not dialog.semantic.isChecked()
     assert dialog.errors == {}
     assert dialog.patch() == {}
     assert not dialog.save_button.isEnabled()  # nothing to save
@@ -82,6 +83,7 @@ def test_save_sends_only_what_changed(qtbot: QtBot, dialog: SettingsDialog) -> N
     dialog.context.setValue(32_768)
     dialog._select(dialog.notifications, "verbose")
     dialog._select(dialog.external, "holographic")
+    dialog.semantic.setChecked(True)
     dialog.findChild(type(dialog.theme_buttons.buttons()[0]), "theme-dark").setChecked(True)
     assert dialog.nudge.text() == "never"
     assert dialog.save_button.isEnabled()
@@ -97,6 +99,7 @@ def test_save_sends_only_what_changed(qtbot: QtBot, dialog: SettingsDialog) -> N
             "provider": "holographic",
         },
         "display": {"memory_notifications": "verbose"},
+        "sessions": {"semantic": True},
     }
     assert theme == "dark"
     assert dialog.isVisible() and dialog.status.text() == "Saving…"  # until the engine answers
@@ -132,3 +135,18 @@ def test_the_theme_can_be_fixed_or_follow_the_system(qapp: QApplication) -> None
     finally:
         set_theme(qapp, "system")
         qapp.setPalette(before)
+
+
+def test_search_by_meaning_is_shown_but_not_offered_without_its_model(
+    qtbot: QtBot, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine without the semantic extra the option is there, greyed, and says what to
+    install; nothing about it is saved."""
+    from engine.sessions import meaning
+
+    monkeypatch.setattr(meaning, "model_dir", lambda: None)
+    widget = SettingsDialog(config, "system")
+    qtbot.addWidget(widget)
+    assert not widget.semantic.isEnabled()
+    assert "semantic extra" in widget.semantic.toolTip()
+    assert widget.patch() == {}

@@ -245,3 +245,20 @@ def test_the_embed_command_and_search_flag(home: Home, capsys: pytest.CaptureFix
     assert len(_vectors(store)) == 11  # the new turn was not embedded by a read-only search
     assert cairn_main([*root, "sessions", "embed", "--limit", "0"]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_the_agent_takes_up_a_changed_setting_at_its_next_session(home: Home) -> None:
+    """sessions.semantic written to config.yaml (as the settings dialog does) while an agent
+    runs: its next session searches by meaning; a config.yaml that no longer reads keeps it."""
+    from engine import ops
+    from engine.agent import Agent
+
+    agent = Agent(home, source="cli")
+    assert agent.search_tool.search.semantic is False
+    ops.config_update(home, {"sessions": {"semantic": True}})
+    assert agent.search_tool.search.semantic is False  # this session keeps what it had
+    agent.new_session()
+    assert agent.search_tool.search.semantic is True
+    home.config_file.write_text("sessions: [not, a, mapping\n", encoding="utf-8")
+    agent.new_session()
+    assert agent.search_tool.search.semantic is True

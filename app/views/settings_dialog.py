@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.views.memory_panel import REMOVED, shade
-from engine.config import Config, DisplayConfig, MemoryConfig, ModelConfig
+from engine.config import Config, DisplayConfig, MemoryConfig, ModelConfig, SessionsConfig
+from engine.sessions import meaning
 
 THEMES = ("system", "light", "dark")
 PROVIDERS = [
@@ -62,6 +63,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "model": ModelConfig,
     "memory": MemoryConfig,
     "display": DisplayConfig,
+    "sessions": SessionsConfig,
 }
 
 
@@ -136,6 +138,12 @@ class SettingsDialog(QDialog):
         self._select(self.external, memory.provider or "")
         self.notifications = _combo(NOTIFICATIONS)
         self._select(self.notifications, config.display.memory_notifications)
+        self.semantic = QCheckBox("Search past sessions by meaning as well as by words")
+        self.semantic.setChecked(config.sessions.semantic)
+        if not meaning.available():
+            # Shown, so that the option can be found, but not offered without its model.
+            self.semantic.setEnabled(False)
+            self.semantic.setToolTip(meaning.NOT_INSTALLED)
 
         # -- appearance --
         self.theme_buttons = QButtonGroup(self)
@@ -178,9 +186,11 @@ class SettingsDialog(QDialog):
                     ("Memory nudge every", "memory.nudge_interval", self.nudge),
                     ("External memory", "memory.provider", self.external),
                     ("Memory notices", "display.memory_notifications", self.notifications),
+                    ("Session search", "sessions.semantic", self.semantic),
                 ],
                 "Limits apply to the next write; a file already over a smaller limit keeps its "
-                "entries and only takes edits that shrink it.",
+                "entries and only takes edits that shrink it. Search by meaning applies from "
+                "the next session.",
             ),
             "Memory",
         )
@@ -208,6 +218,7 @@ class SettingsDialog(QDialog):
             combo.currentIndexChanged.connect(self.validate)
         self.external.currentTextChanged.connect(self.validate)
         self.approval.toggled.connect(self.validate)
+        self.semantic.toggled.connect(self.validate)
         self.theme_buttons.buttonToggled.connect(self.validate)
         self.resize(620, 440)
         self.validate()
@@ -278,6 +289,7 @@ class SettingsDialog(QDialog):
                 "provider": external or None,
             },
             "display": {"memory_notifications": self.notifications.currentData()},
+            "sessions": {"semantic": self.semantic.isChecked()},
         }
 
     def patch(self) -> dict[str, dict[str, Any]]:

@@ -192,8 +192,6 @@ class VectorIndex:
             done += len(rows)
             if progress is not None:
                 progress(done)
-            if len(rows) < want:
-                continue  # the next look finds nothing and records the floor
         return done
 
     def _refresh(self, conn: Connection) -> _Held:
