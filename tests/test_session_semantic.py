@@ -262,3 +262,12 @@ def test_the_agent_takes_up_a_changed_setting_at_its_next_session(home: Home) ->
     home.config_file.write_text("sessions: [not, a, mapping\n", encoding="utf-8")
     agent.new_session()
     assert agent.search_tool.search.semantic is True
+
+
+def test_a_huge_message_is_embedded_from_its_beginning() -> None:
+    """A pasted log of 4 MB: only its beginning is read (the vector is the one of its first
+    4,096 characters), so it costs what a short message does."""
+    start = "Deploy failed: the database migration timed out on the orders table. "
+    huge = start * 60_000
+    whole, head = meaning.encoder().encode([huge, huge[: meaning.MAX_CHARS]])
+    assert np.allclose(whole, head, atol=1e-6)
