@@ -271,3 +271,20 @@ def test_a_huge_message_is_embedded_from_its_beginning() -> None:
     huge = start * 60_000
     whole, head = meaning.encoder().encode([huge, huge[: meaning.MAX_CHARS]])
     assert np.allclose(whole, head, atol=1e-6)
+
+
+def test_a_conversation_found_by_meaning_alone_must_be_near(home: Home) -> None:
+    """Two conversations, one about a puppy and one about docker: the animal question gets the
+    puppy, not the docker one as a filler that merely happens to be the next nearest."""
+    store = SessionStore.open(home, Config())
+    _fill(
+        store,
+        {
+            "pet": CONVERSATIONS["pet"],
+            "ops": ["My docker compose file fails to start postgres.", "Check the permissions."],
+        },
+    )
+    found = SessionSearch(store, semantic=True)(
+        "discover", query="Which of my friends owns an animal?"
+    )
+    assert [c["session_id"] for c in found["results"]] == ["pet"]

@@ -47,6 +47,9 @@ HITS_PER_SESSION = 8  # candidate messages fetched per wanted session, before de
 # Semantic ranking (engine/sessions/vectors.py): how deep the word ranking goes for fusion, the
 # fusion's rank offset, and the meaning ranking's weight against the words'.
 FUSED_DEPTH, FUSION_K, SEMANTIC_WEIGHT = 20, 60, 0.3
+# A conversation found by meaning alone must be at least this close (cosine): the nearest of
+# a small archive may have nothing to do with the question.
+MEANING_FLOOR = 0.2
 
 
 class SearchError(ValueError):
@@ -222,6 +225,8 @@ def _fused(
         score[root] += 1.0 / (FUSION_K + rank)
         entry.setdefault(root, item)
     for rank, hit in enumerate(nearest):
+        if hit.root_session_id not in entry and hit.score < MEANING_FLOOR:
+            continue  # nearest, but not near: no words and little meaning in common
         score[hit.root_session_id] += SEMANTIC_WEIGHT / (FUSION_K + rank)
         entry.setdefault(hit.root_session_id, (hit, None, "any"))
     order = sorted(score, key=lambda root: score[root], reverse=True)
