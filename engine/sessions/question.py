@@ -12,9 +12,11 @@ filler that went (a one-word keyword query such as ``OOMKilled`` keeps the exact
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
+from engine.sessions.fulltext import Filters
 from engine.sessions.query import Query, Term, parse_query
 from engine.sessions.when import Span, find_span
 from engine.sessions.words import is_bare_number, is_filler, looks_like_name, stem
@@ -110,3 +112,13 @@ def _as_question(
         concepts.append(Concept(term, weight, name=weight == NAME_WEIGHT and single))
     query = Query(tuple(c.term for c in concepts))
     return Question(tuple(concepts), span, query)
+
+
+def span_first(question: Question, filters: Filters) -> list[Filters]:
+    """The filters a question's answers are looked for under, in turn: with a time span in the
+    question, the span first, then the rest of the history to fill up to the limit."""
+    if question.span is None:
+        return [filters]
+    since = max(filters.since or -math.inf, question.span.since)
+    until = min(filters.until or math.inf, question.span.until)
+    return [replace(filters, since=since, until=until), filters]

@@ -34,7 +34,7 @@ import re
 import string
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, text
 
@@ -50,7 +50,7 @@ from engine.sessions.fts_sqlite import (
 from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
-from engine.sessions.question import Question
+from engine.sessions.question import Question, span_first
 from engine.sessions.words import FILLER, stem
 
 STEM_TABLE = "messages_stem"
@@ -323,12 +323,7 @@ class Recall:
         the span first, then the rest of the history to fill up to the limit."""
         out: list[Ranked] = []
         seen: set[str] = set()
-        rounds = [filters]
-        if question.span is not None:
-            since = max(filters.since or -math.inf, question.span.since)
-            until = min(filters.until or math.inf, question.span.until)
-            rounds = [replace(filters, since=since, until=until), filters]
-        for round_filters in rounds:
+        for round_filters in span_first(question, filters):
             for ranked in one_round(round_filters):
                 if ranked.hit.root_session_id not in seen:
                     seen.add(ranked.hit.root_session_id)

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from collections import defaultdict, namedtuple
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from engine.sessions.fts import full_text_for
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit
 from engine.sessions.query import Query, parse_query
-from engine.sessions.question import Question, read_question
+from engine.sessions.question import Question, read_question, span_first
 from engine.sessions.snippet import snippet
 from engine.sessions.store import SessionInfo, SessionStore
 from engine.sessions.when import anchor_time
@@ -432,13 +430,8 @@ class SessionSearch:
         conn: Connection, vectors: VectorIndex, query: str, question: Question, filters: Filters
     ) -> list[Hit]:
         """The best message of each conversation by meaning, the question's span first."""
-        rounds = [filters]
-        if question.span is not None:
-            since = max(filters.since or -math.inf, question.span.since)
-            until = min(filters.until or math.inf, question.span.until)
-            rounds = [replace(filters, since=since, until=until), filters]
         best: dict[str, Hit] = {}
-        for round_filters in rounds:
+        for round_filters in span_first(question, filters):
             for hit in vectors.nearest(conn, query, round_filters):
                 best.setdefault(hit.root_session_id, hit)
         return list(best.values())
