@@ -561,6 +561,9 @@ def test_a_call_left_without_result_by_a_crash_is_answered_before_the_next_turn(
 def test_compress_works_after_a_stopped_reply(model_home: Home, scripted: ScriptedServer) -> None:
     from engine.commands import run_command
 
+    # No background review: after the tenth turn it would take one of the scripted replies,
+    # the next turn's or the stopped one's, depending on which thread asks first.
+    update_config(model_home, {"memory": {"nudge_interval": 0}})
     summariser(scripted)
     scripted.add(*[reply(f"answer {i}") for i in range(12)])
     scripted.add(reply("a long reply that will be stopped " * 5, chunk_delay=0.02))
