@@ -48,10 +48,12 @@ def model_dir() -> Path | None:
     return folder if (folder / "model.safetensors").is_file() else None
 
 
-def available() -> bool:
-    if model_dir() is None:
-        return False
+def _runtime_installed() -> bool:
     return all(importlib.util.find_spec(m) for m in ("tokenizers", "safetensors"))
+
+
+def available() -> bool:
+    return model_dir() is not None and _runtime_installed()
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -197,7 +199,7 @@ def encoder() -> Encoder:
     with _lock:
         if _shared is None:
             folder = model_dir()
-            if folder is None or not available():
+            if folder is None or not _runtime_installed():
                 raise MeaningUnavailable("unavailable", NOT_INSTALLED)
             _shared = Encoder(folder)
         return _shared

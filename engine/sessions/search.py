@@ -431,9 +431,8 @@ class SessionSearch:
     ) -> list[Hit]:
         """The best message of each conversation by meaning, the question's span first."""
         best: dict[str, Hit] = {}
-        for round_filters in span_first(question, filters):
-            for hit in vectors.nearest(conn, query, round_filters):
-                best.setdefault(hit.root_session_id, hit)
+        for hit in vectors.nearest(conn, query, *span_first(question, filters)):
+            best.setdefault(hit.root_session_id, hit)
         return list(best.values())
 
     @staticmethod

@@ -44,6 +44,12 @@ _NEWER = text(
 )
 _NEWEST = text("SELECT max(message_id) FROM message_vectors")
 _ONE = text("SELECT vector FROM message_vectors WHERE message_id = :id")
+_PRESENT = text("SELECT id FROM messages WHERE id IN :ids").bindparams(
+    bindparam("ids", expanding=True)
+)
+_REPLACED = text("DELETE FROM message_vectors WHERE message_id IN :ids").bindparams(
+    bindparam("ids", expanding=True)
+)
 
 
 def _embeddable(role: str, content: str | None) -> bool:
@@ -65,7 +71,6 @@ class _Held:
 
     ids: list[np.ndarray] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
-    newest: int = 0
     # Below this id every message is known to have a vector (or an empty one): catch-up
     # looks only above it.
     complete_below: int = 0
@@ -74,6 +79,10 @@ class _Held:
     # emptied or made again at the same address (ids start over), and nothing held is its.
     witness: tuple[int, bytes] | None = None
 
+    @property
+    def newest(self) -> int:
+        return self.witness[0] if self.witness is not None else 0
+
     def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
         if len(ids):
             self.ids.append(ids)
@@ -81,8 +90,7 @@ class _Held:
             self.merged = None
             last = int(ids.argmax())
             if int(ids[last]) > self.newest:
-                self.newest = int(ids[last])
-                self.witness = (self.newest, rows[last].astype(np.float16).tobytes())
+                self.witness = (int(ids[last]), rows[last].astype(np.float16).tobytes())
 
     def still_of(self, conn: Connection) -> bool:
         if self.witness is None:
@@ -169,23 +177,11 @@ class VectorIndex:
             with self.writer.begin() as conn:
                 # A message deleted meanwhile: its vector must not be written (the foreign key
                 # on PostgreSQL, nothing on SQLite), so only ids still present are kept.
-                present = {
-                    int(i)
-                    for (i,) in conn.execute(
-                        text("SELECT id FROM messages WHERE id IN :ids").bindparams(
-                            bindparam("ids", expanding=True)
-                        ),
-                        {"ids": [i for i, _ in blobs]},
-                    )
-                }
+                ids = [i for i, _ in blobs]
+                present = {int(i) for (i,) in conn.execute(_PRESENT, {"ids": ids})}
                 fresh = [{"id": i, "vector": b} for i, b in blobs if i in present]
                 if fresh:
-                    conn.execute(
-                        text("DELETE FROM message_vectors WHERE message_id IN :ids").bindparams(
-                            bindparam("ids", expanding=True)
-                        ),
-                        {"ids": [row["id"] for row in fresh]},
-                    )
+                    conn.execute(_REPLACED, {"ids": [row["id"] for row in fresh]})
                     conn.execute(_PUT, fresh)
             with _lock:
                 held.add(*_decode([(row["id"], row["vector"]) for row in fresh]))
@@ -202,9 +198,11 @@ class VectorIndex:
                 held.add(*_decode([(int(i), bytes(b)) for i, b in rows]))
         return held
 
-    def nearest(self, conn: Connection, query: str, filters: Filters) -> list[Hit]:
+    def nearest(self, conn: Connection, query: str, filters: Filters, *later: Filters) -> list[Hit]:
         """Messages closest in meaning to ``query`` that pass ``filters``, closest first (a
-        hit's score is the cosine), at most DEPTH (FILTERED_DEPTH with filters) looked at."""
+        hit's score is the cosine), at most DEPTH (FILTERED_DEPTH with filters) looked at;
+        then those that pass each of ``later`` in turn. The question is embedded and compared
+        with every vector once, whatever the rounds."""
         held = self._refresh(conn)
         with _lock:
             ids, rows = held.matrix()
@@ -212,13 +210,23 @@ class VectorIndex:
             return []
         q = encoder().encode([query])[0]
         scores = rows @ q
-        where, params = filters.sql()
-        depth = min(len(ids), FILTERED_DEPTH if where else DEPTH)
-        best = np.argpartition(-scores, depth - 1)[:depth]
+        rounds = [(f, *f.sql()) for f in (filters, *later)]
+        deepest = min(len(ids), max(FILTERED_DEPTH if w else DEPTH for _, w, _ in rounds))
+        best = np.argpartition(-scores, deepest - 1)[:deepest]
         best = best[np.argsort(-scores[best])]
-        wanted = [int(ids[i]) for i in best]
-        # Scored again on the vectors as stored: one held here may be of a text another
-        # program has since changed or deleted (its vector went with it).
+        hits: list[Hit] = []
+        for _, where, params in rounds:
+            depth = FILTERED_DEPTH if where else DEPTH
+            hits += self._looked_up(conn, q, [int(ids[i]) for i in best[:depth]], where, params)
+        return hits
+
+    @staticmethod
+    def _looked_up(
+        conn: Connection, q: np.ndarray, wanted: list[int], where: str, params: dict[str, object]
+    ) -> list[Hit]:
+        """``wanted`` that pass the filters' SQL, best first, scored again on the vectors as
+        stored: one held in memory may be of a text another program has since changed or
+        deleted (its vector went with it)."""
         sql = text(
             "SELECT m.id, m.session_id, s.root_session_id, v.vector FROM messages AS m "
             "JOIN message_vectors AS v ON v.message_id = m.id "
@@ -226,13 +234,10 @@ class VectorIndex:
             f"WHERE m.id IN :wanted{where}"
         ).bindparams(bindparam("wanted", expanding=True))
         found = [r for r in conn.execute(sql, {**params, "wanted": wanted}) if r.vector]
-        if not found:
-            return []
-        stored = np.frombuffer(b"".join(bytes(r.vector) for r in found), np.float16)
-        now = stored.reshape(len(found), DIMENSIONS).astype(np.float32) @ q
+        _, stored = _decode([(int(r.id), bytes(r.vector)) for r in found])
         hits = [
             Hit(int(r.id), r.session_id, r.root_session_id, float(score))
-            for r, score in zip(found, now, strict=True)
+            for r, score in zip(found, stored @ q, strict=True)
         ]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
