@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from engine.home import Home
 from engine.sessions import maintenance
+from engine.sessions.irregular import other_forms
 from engine.sessions.query import parse_query
 from engine.sessions.question import NAME_WEIGHT, NUMBER_WEIGHT, read_question
 from engine.sessions.search import SessionSearch
@@ -146,6 +147,33 @@ def test_other_inflections_are_found_and_the_typed_form_ranks_first(store: Sessi
     assert found[:2] == ["adoption", "adopted"], found
     # A lone keyword finds its exact form first, then the others.
     assert _sessions(_ask(store, "adoption")) == ["adoption", "adopted"]
+
+
+def test_irregular_forms_are_one_family_and_filler_stays_out() -> None:
+    assert other_forms("buy") == {"bought"}
+    assert other_forms("buying") == {"bought"}  # the stem finds the family
+    assert other_forms("went") == {"go", "gone"}
+    assert other_forms("children") == {"child"}
+    assert other_forms("adopt") == frozenset()  # a regular verb: the stem already has it
+    # "won" is filler (the index splits "won't" into "won" and "t"); "rose" is mostly a flower.
+    assert other_forms("win") == frozenset()
+    assert "rose" not in other_forms("rise")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_question_in_the_present_finds_an_answer_told_in_the_past(
+    home: Home, backend: str
+) -> None:
+    """Porter's stems keep "buy" and "bought" apart; the irregular forms join them, below the
+    form as typed: a session that says "buy" itself still ranks first."""
+    store = open_store(backend, home)
+    _chat(store, "bought", 1, "Ana: Finally bought a used Subaru, it drives like a dream.")
+    _chat(store, "kids", 2, "Ana: The children swam in the lake all afternoon.")
+    _chat(store, "chat", 3, "Ana: Work was long today.", "Ana: Dinner was a used pan of pasta.")
+    assert _sessions(_ask(store, "What car did Ana buy?"))[0] == "bought"
+    assert _sessions(_ask(store, "Where did Ana's child swim?"))[0] == "kids"
+    _chat(store, "buy", 4, "Ana: I want to buy a car next year, maybe a Subaru.")
+    assert _sessions(_ask(store, "Did Ana buy a Subaru?"))[:2] == ["buy", "bought"]
 
 
 def test_compounds_match_either_way(store: SessionStore) -> None:

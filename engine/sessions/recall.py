@@ -48,6 +48,7 @@ from engine.sessions.fts_sqlite import (
     _Walk,
 )
 from engine.sessions.fulltext import Filters, Hit
+from engine.sessions.irregular import other_forms
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question, span_first
@@ -148,13 +149,15 @@ _HOLDS_IN_RANGE = (
 
 @dataclass
 class _Form:
-    """How a concept can be written: single words, and phrases (of stems)."""
+    """How a concept can be written: single words, phrases (of stems), and the irregular forms
+    of its word (irregular.py), which count as another form of it, not as the word."""
 
     words: set[str] = field(default_factory=set)
     phrases: list[tuple[str, ...]] = field(default_factory=list)
+    variants: frozenset[str] = frozenset()
 
     def match(self) -> str:
-        parts = [f'"{w}"' for w in sorted(self.words)] + [
+        parts = [f'"{w}"' for w in sorted(self.words | self.variants)] + [
             '"' + " ".join(p) + '"' for p in self.phrases
         ]
         return " OR ".join(parts)
@@ -267,8 +270,10 @@ class Recall:
                 word = c.term.words[0]
                 form.words.add(word)
                 form.phrases.extend(self._splits(word))
-                if c.weight == 1.0 and (base := self._agent_base(word)):
-                    form.words.add(base)
+                if c.weight == 1.0:
+                    form.variants = other_forms(word)
+                    if base := self._agent_base(word):
+                        form.words.add(base)
             elif all(_ALPHA.fullmatch(w) for w in c.term.words) and len(c.term.words) <= 3:
                 form.phrases.append(c.term.words)  # "road-trip", "two-bedroom"
                 joined = "".join(c.term.words)
@@ -582,7 +587,7 @@ class _Patterns:
     @classmethod
     def of(cls, words: tuple[str, ...], form: _Form) -> _Patterns:
         exact = frozenset(fold(w) for w in (*words, *form.words))
-        made = cls(exact, {stem(w) for w in exact})
+        made = cls(exact, {stem(w) for w in (*exact, *form.variants)})
         for phrase in form.phrases:
             made.add_phrase(phrase)
         return made

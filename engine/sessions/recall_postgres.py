@@ -19,6 +19,7 @@ from sqlalchemy import Connection, text
 
 from engine.sessions.fts_postgres import CONFIG
 from engine.sessions.fulltext import Filters
+from engine.sessions.irregular import other_forms
 from engine.sessions.question import Concept, Question
 from engine.sessions.recall import (
     FEW,
@@ -54,11 +55,14 @@ def _lexeme(word: str, exact: bool) -> str:
     return word if len(root) < 4 or root == word else root + ":*"
 
 
-def _tsquery(concept: Concept) -> str:
+def _tsquery(concept: Concept, form: _Form) -> str:
     words = concept.term.words
     exact = concept.weight != 1.0  # names and numbers as typed
     parts = [_lexeme(w, exact) for w in words]
     parts = [p for p in parts if p]
+    if len(parts) == 1 and form.variants:
+        others = [_lexeme(v, False) for v in sorted(form.variants)]
+        return "(" + " | ".join([parts[0], *others]) + ")"
     return " <-> ".join(parts)
 
 
@@ -77,6 +81,8 @@ class PostgresRecall(Recall):
             form = _Form()
             if c.single:
                 form.words.add(c.term.words[0])
+                if c.weight == 1.0:
+                    form.variants = other_forms(c.term.words[0])
             elif all(w.isalpha() for w in c.term.words) and len(c.term.words) <= 3:
                 form.phrases.append(c.term.words)
             forms.append(form)
@@ -84,7 +90,7 @@ class PostgresRecall(Recall):
 
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
         forms = self._forms(question)
-        queries = [_tsquery(c) for c in question.concepts]
+        queries = [_tsquery(c, f) for c, f in zip(question.concepts, forms, strict=True)]
         return self._in_rounds(
             question,
             filters,
