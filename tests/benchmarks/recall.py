@@ -1,7 +1,7 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|all] [--misses N] [--postgres URL] [--semantic] [--train]
+        natural|diary-dev|diary-test|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -27,7 +27,10 @@ people ask, the name, a question word and a word of the evidence, over an archiv
 turns that say the same words of someone else; a plain index is strong there; its temporal
 misses were read once, in the fourth round, so it is a development set since), and ``later``
 (an agent's requests on its user's behalf, "remind me…", written in the fifth round after the
-semantic weights were chosen, over a sixth archive with echoes, measured only). Each prints,
+semantic weights were chosen, over a sixth archive with echoes, measured only). Two more,
+``diary-dev`` and ``diary-test``, come from another generator (recall_diary.py: other people,
+other topics, long turns that mix several pieces of news), written in the sixth round without
+looking at this one's templates; dev may be tuned on, test is measured only. Each prints,
 for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
 same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
@@ -1455,6 +1458,40 @@ def run(
     return results
 
 
+DIARY_BATCHES = ("diary-dev", "diary-test")
+
+
+def run_diary(
+    batches: list[str], misses: int, postgres: str | None = None, semantic: bool = False
+) -> dict[str, Tally]:
+    """The batches of recall_diary.py: an archive of another generator, in another style
+    (longer turns that mix several pieces of news, other topics, pairs who are not all friends),
+    so that what is tuned here is also measured on conversations it was not written for."""
+    from recall_diary import DIARY_SEED, build_diary  # type: ignore[import-not-found]
+
+    sessions, by_batch = build_diary(DIARY_SEED)
+    archive = Archive(sessions, [])
+    messages = sum(len(s.turns) for s in sessions)
+    print(
+        f"diary archive (seed {DIARY_SEED}): {len(sessions)} sessions, {messages:,} messages, "
+        f"{sessions[0].when:%Y-%m-%d} .. {max(s.when for s in sessions):%Y-%m-%d}"
+    )
+    results: dict[str, Tally] = {}
+    with tempfile.TemporaryDirectory(prefix="cairn-recall-") as folder:
+        started = time.perf_counter()
+        cairn = Cairn(archive, Path(folder), postgres, semantic)
+        baseline = Baseline(archive)
+        print(f"  loaded in {time.perf_counter() - started:.1f} s")
+        try:
+            for batch in batches:
+                qs = by_batch[batch]
+                by_kind = evaluate(archive, qs, cairn, baseline, misses)
+                results[batch] = report(f"{batch} ({len(qs)} questions)", by_kind)
+        finally:
+            cairn.close()
+    return results
+
+
 def fresh_questions(
     archive: Archive,
     templates: dict[str, list[tuple[str, str]]] = FRESH_TEMPLATES,
@@ -1603,7 +1640,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument(
-        "--batch", default="all", help="tuning, held-out, fresh, new, unseen, natural, later or all"
+        "--batch",
+        default="all",
+        help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
@@ -1628,6 +1667,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for batch, (seed, _, echoes) in OWN_ARCHIVE.items():
             results |= run(seed, [batch], args.misses, args.postgres, echoes, args.semantic)
+        results |= run_diary(list(DIARY_BATCHES), args.misses, args.postgres, args.semantic)
+    elif args.batch in DIARY_BATCHES:
+        results |= run_diary([args.batch], args.misses, args.postgres, args.semantic)
     else:
         seed, _, echoes = OWN_ARCHIVE.get(args.batch, (args.seed, {}, False))
         seed = seed if args.seed == SEED else args.seed
@@ -1635,7 +1677,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nsummary: session@5 / evidence@5, Cairn against plain FTS5")
     for batch, t in results.items():
         print(
-            f"  {batch:9s} {t.n:4d}  Cairn {t.session / t.n:.3f} / {t.evidence / t.n:.3f}   "
+            f"  {batch:10s} {t.n:4d}  Cairn {t.session / t.n:.3f} / {t.evidence / t.n:.3f}   "
             f"FTS5 {t.b_session / t.n:.3f} / {t.b_evidence / t.n:.3f}   "
             f"ratio {_ratio(t.session, t.b_session)} / {_ratio(t.evidence, t.b_evidence)}"
         )
