@@ -18,7 +18,12 @@ from engine.home import Home
 from engine.sessions import maintenance
 from engine.sessions.irregular import other_forms
 from engine.sessions.query import parse_query
-from engine.sessions.question import NAME_WEIGHT, NUMBER_WEIGHT, read_question
+from engine.sessions.question import (
+    NAME_WEIGHT,
+    NUMBER_WEIGHT,
+    QUESTION_NOUN_WEIGHT,
+    read_question,
+)
 from engine.sessions.search import SessionSearch
 from engine.sessions.store import NewMessage, SessionStore
 from engine.sessions.when import STALE_DAYS, anchor_time, find_span
@@ -53,6 +58,17 @@ def test_filler_and_question_words_are_left_out() -> None:
         "new",
         "flat",
     }
+
+
+def test_a_question_word_after_a_determiner_is_a_noun_of_the_topic() -> None:
+    """ "talk" is a question word in "what did Bo talk about" and the topic in "giving a talk"."""
+    words = {c.term.words[0]: c.weight for c in _read("Where is Anjali giving a talk?").concepts}
+    assert words == {"anjali": NAME_WEIGHT, "giving": 1.0, "talk": QUESTION_NOUN_WEIGHT}
+    assert {c.term.words[0] for c in _read("What did Anjali talk about at work?").concepts} == {
+        "anjali",
+        "work",
+    }
+    assert "kind" not in {c.term.words[0] for c in _read("What kind of dog has Jon?").concepts}
 
 
 def test_what_is_searched_as_typed() -> None:
@@ -154,6 +170,9 @@ def test_irregular_forms_are_one_family_and_filler_stays_out() -> None:
     assert other_forms("buying") == {"bought"}  # the stem finds the family
     assert other_forms("went") == {"go", "gone"}
     assert other_forms("children") == {"child"}
+    # A prefix makes a verb of an irregular one, irregular the same way.
+    assert other_forms("underpay") == {"underpaid"}
+    assert other_forms("withheld") == {"withhold"}
     assert other_forms("adopt") == frozenset()  # a regular verb: the stem already has it
     # "won" is filler (the index splits "won't" into "won" and "t"); "rose" is mostly a flower.
     assert other_forms("win") == frozenset()
@@ -174,6 +193,30 @@ def test_a_question_in_the_present_finds_an_answer_told_in_the_past(
     assert _sessions(_ask(store, "Where did Ana's child swim?"))[0] == "kids"
     _chat(store, "buy", 4, "Ana: I want to buy a car next year, maybe a Subaru.")
     assert _sessions(_ask(store, "Did Ana buy a Subaru?"))[:2] == ["buy", "bought"]
+
+
+def test_in_a_session_found_by_its_date_alone_the_match_is_a_turn_with_news(
+    store: SessionStore,
+) -> None:
+    """No word of the topic is in the session the date names: every turn of the person matches
+    by the name alone, and how short a turn is must not decide ("Mood." and "Classic." are the
+    shortest, and won before)."""
+    ids = _chat(
+        store,
+        "june",
+        20,  # 2023-06-01
+        "Ana: Mood.",
+        "Bo: Anything new this week?",
+        "Ana: Big weekend. We finished The Salt Line on Sunday, a heist series set in Lyon, "
+        "and I still cannot believe the ending. Then the boiler broke again and the landlord "
+        "is ignoring us, so we have been boiling kettles for the bath like it is 1850.",
+        "Ana: Classic.",
+    )
+    for k in range(8):  # the topic's words are common elsewhere, so they weigh little
+        _chat(store, f"other{k}", 100 + 10 * k, "Bo: Binge watching again.", "Ana: Hi!", "Ana: Ok.")
+    result = _ask(store, "What was Ana binge-watching in June 2023?")
+    assert result["results"][0]["session_id"] == "june"
+    assert result["results"][0]["match_message_id"] == ids[2]
 
 
 def test_compounds_match_either_way(store: SessionStore) -> None:

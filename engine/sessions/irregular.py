@@ -192,6 +192,11 @@ wolf wolves
 woman women
 """
 
+# A verb made from an irregular one with a prefix is irregular the same way: "underpay",
+# "underpaid"; "rebuild", "rebuilt"; "withhold", "withheld". Longest first.
+_PREFIXES = ("under", "over", "with", "fore", "mis", "out", "re", "un", "up")
+_MIN_REST = 3  # letters after the prefix: "re" + "d" is no verb
+
 # Irregular forms that are mostly other words in a chat; kept out of every family.
 _MOSTLY_OTHER = frozenset({"rose", "ground", "wound", "bore", "fell", "lay", "spoke", "lives"})
 
@@ -227,6 +232,10 @@ def other_forms(word: str) -> frozenset[str]:
     own = stem(word)
     family = _by_stem().get(own)
     if family is None:
+        for prefix in _PREFIXES:
+            rest = word[len(prefix) :]
+            if word.startswith(prefix) and len(rest) >= _MIN_REST and stem(rest) in _by_stem():
+                return frozenset(prefix + form for form in other_forms(rest))
         return frozenset()
     # Filler is never searched for: "won" is the "won" of "won't" as the index splits it.
     return frozenset(form for form in family if stem(form) != own and form not in FILLER)

@@ -19,10 +19,20 @@ from dataclasses import dataclass, replace
 from engine.sessions.fulltext import Filters
 from engine.sessions.query import Query, Term, parse_query
 from engine.sessions.when import Span, find_span
-from engine.sessions.words import is_bare_number, is_filler, looks_like_name, stem
+from engine.sessions.words import (
+    QUESTION_WORDS,
+    is_bare_number,
+    is_filler,
+    looks_like_name,
+    stem,
+)
 
 NAME_WEIGHT = 0.35  # a participant's name, beside a word of the topic
 NUMBER_WEIGHT = 0.35  # a bare number ("7", "2"): an id now and then, by accident more often
+QUESTION_NOUN_WEIGHT = 0.5  # "a talk", "the list": a question word that is a noun of the topic
+DETERMINERS = frozenset(
+    {"a", "an", "the", "my", "his", "her", "their", "our", "your", "this", "that", "these", "those"}
+)
 # "Caroline's" is about Caroline; "don't" is two words of filler.
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['’]s\b")
 _APOSTROPHE = re.compile(r"(?<=[^\W_])['’](?=[^\W_])")
@@ -40,6 +50,11 @@ class Concept:
     @property
     def single(self) -> bool:
         return len(self.term.words) == 1
+
+    @property
+    def as_typed(self) -> bool:
+        """A name or a bare number: searched in the form typed, not in its other forms."""
+        return self.single and (self.name or is_bare_number(self.term.words[0]))
 
     @property
     def stems(self) -> tuple[str, ...]:
@@ -64,6 +79,19 @@ def _keep(term: Term) -> bool:
     return not is_filler(term.words[0])
 
 
+def _nouns(terms: tuple[Term, ...]) -> set[int]:
+    """The question words that stand after a determiner, and so are nouns of the topic: "giving
+    a talk", "the list she made", not "talk about" or "what kind of"."""
+    return {
+        i
+        for i in range(1, len(terms))
+        if len(terms[i].words) == 1
+        and terms[i].words[0] in QUESTION_WORDS
+        and terms[i - 1].words == (terms[i - 1].words[0],)
+        and terms[i - 1].words[0] in DETERMINERS
+    }
+
+
 def read_question(
     text: str, parsed: Query, anchor: float | None, keyword: bool = False
 ) -> Question | None:
@@ -76,7 +104,8 @@ def read_question(
     if anchor is not None:
         span, rest = find_span(rest, anchor)
     parsed = parse_query(rest)
-    kept = [t for t in parsed.terms if _keep(t)]
+    nouns = _nouns(parsed.terms)
+    kept = [t for i, t in enumerate(parsed.terms) if _keep(t) or i in nouns]
     if not kept:
         # Nothing but filler (or only the date): searched as typed, without the date words.
         return None if span is None or parsed.empty else _as_question(parsed.terms, span, parsed)
@@ -88,7 +117,7 @@ def read_question(
             return None
     question = _as_question(kept, span, parsed)
     plain = len(kept) == len(parsed.terms) and span is None
-    if plain and all(c.weight == 1.0 for c in question.concepts):
+    if plain and all(c.weight == 1.0 for c in question.concepts):  # no name, number, noun
         question = replace(question, keywords=True)
     return question
 
@@ -109,6 +138,8 @@ def _as_question(
             weight = NUMBER_WEIGHT
         elif single and looks_like_name(term.raw, term is first):
             weight = NAME_WEIGHT
+        elif single and term.words[0] in QUESTION_WORDS:
+            weight = QUESTION_NOUN_WEIGHT
         concepts.append(Concept(term, weight, name=weight == NAME_WEIGHT and single))
     query = Query(tuple(c.term for c in concepts))
     return Question(tuple(concepts), span, query)

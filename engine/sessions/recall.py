@@ -270,7 +270,7 @@ class Recall:
                 word = c.term.words[0]
                 form.words.add(word)
                 form.phrases.extend(self._splits(word))
-                if c.weight == 1.0:
+                if not c.as_typed:
                     form.variants = other_forms(word)
                     if base := self._agent_base(word):
                         form.words.add(base)
@@ -508,6 +508,15 @@ class Recall:
             saturation = _saturation(body, average)
             # A concept found in the context counts as it would in the message it answers.
             by_context = _saturation(max(1, context_tokens), average)
+            if not any(
+                in_body[k][0]
+                or (in_context is not None and in_context[k][0])
+                or k in holds.get(row.id, ())
+                for k in topic
+            ):
+                # Only a name: how short a message is says nothing of how much it is about the
+                # topic, so "Mood." does not win over a turn with news in it (news decides).
+                saturation = by_context = 1.0
             speaker = _speaker(folded)
             f = [0.0] * len(FEATURES)
             for k in range(len(patterns)):

@@ -57,7 +57,7 @@ def _lexeme(word: str, exact: bool) -> str:
 
 def _tsquery(concept: Concept, form: _Form) -> str:
     words = concept.term.words
-    exact = concept.weight != 1.0  # names and numbers as typed
+    exact = concept.as_typed
     parts = [_lexeme(w, exact) for w in words]
     parts = [p for p in parts if p]
     if len(parts) == 1 and form.variants:
@@ -81,7 +81,7 @@ class PostgresRecall(Recall):
             form = _Form()
             if c.single:
                 form.words.add(c.term.words[0])
-                if c.weight == 1.0:
+                if not c.as_typed:
                     form.variants = other_forms(c.term.words[0])
             elif all(w.isalpha() for w in c.term.words) and len(c.term.words) <= 3:
                 form.phrases.append(c.term.words)

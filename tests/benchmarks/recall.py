@@ -1302,8 +1302,8 @@ def evaluate(
         base = baseline.search(q.text) if baseline is not None else []
         t.b_session += bool({k for k, _ in base} & q.sessions)
         t.b_evidence += bool(set(base) & evidence)
-        # Misses are shown for the tuning batch only: the others are for measuring.
-        if not ok_evidence and shown < misses and q.batch == "tuning":
+        # Misses are shown for the development batches only: the others are for measuring.
+        if not ok_evidence and shown < misses and q.batch in ("tuning", "diary-dev"):
             shown += 1
             print(f"    miss [{q.kind}] {q.text!r} (session {'ok' if ok_session else 'MISSED'})")
             print(f"       want: {turns[q.evidence[0]][:100]!r}")
