@@ -1,7 +1,8 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|diary-dev|diary-test|all] [--misses N] [--postgres URL] [--semantic] [--train]
+        natural|diary-dev|diary-test|diary-fresh|all] [--misses N] [--postgres URL] [--semantic]
+        [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -30,7 +31,8 @@ misses were read once, in the fourth round, so it is a development set since), a
 semantic weights were chosen, over a sixth archive with echoes, measured only). Two more,
 ``diary-dev`` and ``diary-test``, come from another generator (recall_diary.py: other people,
 other topics, long turns that mix several pieces of news), written in the sixth round without
-looking at this one's templates; dev may be tuned on, test is measured only. Each prints,
+looking at this one's templates; dev may be tuned on, test is measured only, and
+``diary-fresh`` was written after that round's tuning, in phrasings of its own. Each prints,
 for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
 same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
@@ -1458,7 +1460,7 @@ def run(
     return results
 
 
-DIARY_BATCHES = ("diary-dev", "diary-test")
+DIARY_BATCHES = ("diary-dev", "diary-test", "diary-fresh")
 
 
 def run_diary(
@@ -1642,7 +1644,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch",
         default="all",
-        help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test or all",
+        help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
+        "diary-fresh or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(

@@ -16,8 +16,10 @@ session (the wedding moves, the lost thing turns up), some recur with new values
 binged, a game played), and some are stated in a short reply whose subject is the question
 before it ("Did you book the dentist?" / "Yes, finally, the 14th.").
 
-Two batches ask about the same facts in separately written phrasings: ``diary-dev`` (for
-tuning) and ``diary-test`` (measured only; its wording is not to be guessed from dev). Each has
+Three batches ask about the same facts in separately written phrasings: ``diary-dev`` (for
+tuning), ``diary-test`` (measured only; its wording is not to be guessed from dev) and
+``diary-fresh`` (written after the ranking was tuned on dev, in new shapes: requests to an
+assistant, terse keyword queries, indirect ones, for an honest after-tuning figure). Each has
 four kinds of question: single, multi (a fact over several sessions or its update), temporal
 ("in March 2024", "two months ago", "when did ...") and inference (the question names the
 general idea, the evidence a case of it).
@@ -55,7 +57,7 @@ else:
     )
 
 DIARY_SEED = 131
-BATCHES = ("diary-dev", "diary-test")
+BATCHES = ("diary-dev", "diary-test", "diary-fresh")
 SESSIONS_PER_PAIR = 20
 FACTS_PER_SPEAKER = 6
 SERIES_PER_PAIR = 3
@@ -1754,7 +1756,8 @@ def _build_archive(rng: random.Random) -> tuple[list[Session], list[Fact]]:
 # evidence ("main+update": both); for a recurring fact, "all" is every value, "favourite" the
 # favourite, and "month" / "ago" the values said in the month or span the question names. Per
 # fact, one template of each (kind, roles) is asked. The two batches were written separately:
-# dev in plain question shapes, test leaning on requests, hedges and other words.
+# dev in plain question shapes, test leaning on requests, hedges and other words. A third,
+# diary-fresh, is added below (FRESH_QUESTIONS).
 Template = tuple[str, str, str]
 QUESTIONS: dict[str, dict[str, list[Template]]] = {
     "wedding": {
@@ -2224,6 +2227,284 @@ QUESTIONS: dict[str, dict[str, list[Template]]] = {
     },
 }
 
+# diary-fresh: a third batch on the same facts, written after the ranking had been tuned on
+# diary-dev, to report a figure that tuning has not seen. Its shapes are its own: requests to an
+# assistant ("Can you check ..."), terse keyword queries ("{s} tax letter amount?"), indirect
+# ones ("I forgot ..."), and now and then a word of the evidence in another inflection
+# ("bingeing" for "binged", "breaking" for "broke"). Same (kind, roles) per fact as the others.
+FRESH_QUESTIONS: dict[str, list[Template]] = {
+    "wedding": [
+        ("single", "main", "Can you check where {kin}'s marriage ceremony will be, per {s}?"),
+        ("single", "main", "{s} {kin_rel} wedding venue?"),
+        ("single", "main", "I forgot which place {s}'s {kin_rel} picked for marrying."),
+        ("single", "update", "Has {kin}'s wedding been rescheduled? {s} would know the new day."),
+        ("single", "update", "{s}: {kin_rel}'s wedding, revised date?"),
+        ("multi", "main+update", "Trace the saga of {kin}'s wedding as {s} told it."),
+        ("multi", "main+update", "What has {s} said over time about {kin} getting wed?"),
+        ("temporal", "update", "Which wedding change did {s} report around {month} {year}?"),
+        ("temporal", "update", "{s} wedding news for {kin}, {mon} {year}: what shifted?"),
+        ("inference", "main", "Can you check whether {s} has a family celebration on the way?"),
+        ("inference", "main", "Is {s} due at any relative's ceremony soon?"),
+    ],
+    "renovation": [
+        ("single", "main", "Which splurge did {s} make on the new cooking space?"),
+        ("single", "main", "{s} kitchen: what design choice broke the bank?"),
+        ("single", "main", "Can you check which tradesperson {s} has working on the kitchen?"),
+        ("inference", "main", "Is {s} in the middle of home improvements?"),
+        ("inference", "main", "Has {s}'s house been a building site lately?"),
+        ("temporal", "main", "Around which month did {s} have no usable kitchen?"),
+        ("temporal", "main", "Can you check when {s}'s kitchen got gutted?"),
+    ],
+    "procedure": [
+        ("single", "main", "What surgery was {s} fasting for?"),
+        ("single", "main", "{s} operation type?"),
+        ("single", "main", "I forgot what {s} had operated on. Can you find it?"),
+        ("inference", "main", "Has {s} been through anything medical this year?"),
+        ("inference", "main", "Can you check whether {s} spent a day being treated somewhere?"),
+        ("temporal", "main", "Which month was {s}'s surgery in?"),
+        ("temporal", "main", "{s} op date, roughly?"),
+    ],
+    "fracture": [
+        ("single", "main", "Which part of {s} ended up in a cast?"),
+        ("single", "main", "{s} broken bone: which one?"),
+        ("single", "main", "I forgot how {s} got injured. What was the fall?"),
+        ("multi", "main+cast", "Can you check how {s}'s broken limb went, accident to physio?"),
+        ("multi", "main+cast", "From breaking it to healing: {s}'s injury, all of it?"),
+        ("inference", "main", "Has {s} been physically hurt this year?"),
+        ("inference", "main", "Would {s} have struggled with chores because of an accident?"),
+        ("temporal", "main", "Roughly what month did {s} have that bad fall?"),
+        ("temporal", "main", "{s} fracture date?"),
+    ],
+    "language": [
+        ("single", "main", "What's {s} studying so as not to point at menus abroad?"),
+        ("single", "main", "{s} new language?"),
+        ("single", "main", "Can you check which foreign tongue {s} enrolled in?"),
+        ("inference", "main", "Is {s} working on a new ability at the moment?"),
+        ("inference", "main", "Has {s} taken up any kind of study?"),
+    ],
+    "side_business": [
+        ("single", "main", "{s} shop name?"),
+        ("single", "main", "Can you check what {s} is flogging from the spare room?"),
+        ("single", "main", "I forgot what {s}'s secret project turned out to be."),
+        ("inference", "main", "Does {s} earn money outside the day job?"),
+        ("inference", "main", "Is {s} running a little company of some kind?"),
+    ],
+    "routine": [
+        ("single", "main", "What regime has {s} been sticking to?"),
+        ("single", "main", "{s} wellness thing, what is it?"),
+        ("single", "main", "Can you check what self-care practice {s} adopted?"),
+        ("inference", "main", "Is {s} trying to live more healthily?"),
+        ("inference", "main", "Has {s} been on a personal-betterment kick?"),
+    ],
+    "promotion": [
+        ("single", "main", "{s} new job title?"),
+        ("single", "main", "What's {s} heading up after the review?"),
+        ("single", "main", "Can you check what position {s} was given?"),
+        ("inference", "main", "Is {s} climbing the ladder at work?"),
+        ("inference", "main", "Has {s} earned more responsibility in the job?"),
+        ("temporal", "main", "Which month did {s} land the promotion?"),
+        ("temporal", "main", "{s} promoted: when?"),
+    ],
+    "talk": [
+        ("single", "main", "Which conference is {s} speaking at?"),
+        ("single", "main", "{s} talk: which event?"),
+        ("single", "main", "Can you check what topic {s} is presenting?"),
+        ("single", "date", "How many weeks until {s}'s conference slot?"),
+        ("single", "date", "{s} presentation timing?"),
+        ("single", "after", "How well was {s}'s talk received?"),
+        ("single", "after", "How many came up to {s} after speaking?"),
+        ("multi", "main+after", "Walk me through {s}'s speaking engagement, start to finish."),
+        ("multi", "main+after", "{s} conference talk: before and after?"),
+        ("inference", "main", "Is {s} comfortable addressing a crowd?"),
+        ("inference", "main", "Can you check whether {s} has spoken at industry events?"),
+    ],
+    "apartment": [
+        ("single", "main", "What defect is {s} complaining about at home?"),
+        ("single", "main", "{s} flat problem?"),
+        ("single", "main", "I forgot what was wrong in {s}'s rented place."),
+        ("single", "update", "Can you check whether {s}'s landlord got round to a repair?"),
+        ("single", "update", "How was the fault at {s}'s flat fixed eventually?"),
+        ("multi", "main+update", "Track {s}'s housing complaint from first mention to repair."),
+        ("multi", "main+update", "{s} rental issue, from start to fixed?"),
+        ("inference", "main", "Is {s} unhappy with the place they rent?"),
+        ("inference", "main", "Has {s} got a difficult landlord situation?"),
+        ("temporal", "update", "In {mon} {year}, what repair did {s}'s flat get?"),
+        ("temporal", "update", "{s}'s flat got repaired {ago}. Repaired how?"),
+    ],
+    "podcast": [
+        ("single", "main", "{s} podcast name?"),
+        ("single", "main", "Can you check who co-hosts the show with {s}?"),
+        ("single", "main", "What topic does {s}'s podcasting cover?"),
+        ("inference", "main", "Is {s} making any media of their own?"),
+        ("inference", "main", "Does {s} have a side project involving microphones?"),
+        ("temporal", "main", "Around which month did {s}'s podcast first go out?"),
+        ("temporal", "main", "{s} started podcasting when?"),
+    ],
+    "camping": [
+        ("single", "main", "What did {s} purchase ahead of the camping trip?"),
+        ("single", "main", "{s} camping kit bought?"),
+        ("single", "main", "Can you check where {s} plans to camp wild?"),
+        ("inference", "main", "Is {s} heading off on an outdoor adventure?"),
+        ("inference", "main", "Would {s} own equipment for a trip into the hills?"),
+    ],
+    "school_event": [
+        ("single", "main", "I forgot how {kid}'s {event} went; {s} filled me in at the time."),
+        ("single", "main", "{s} {kid_rel} {event} outcome?"),
+        ("inference", "main", "Is {s} involved with a child at primary school?"),
+        ("inference", "main", "Does {s} cheer on a youngster at school occasions?"),
+    ],
+    "tax": [
+        ("single", "main", "{s} tax letter amount?"),
+        ("single", "main", "Can you check how big a shortfall the tax office claimed from {s}?"),
+        ("single", "update", "What did {s}'s tax issue settle at?"),
+        ("single", "update", "{s} final tax payment?"),
+        ("multi", "main+update", "How did the underpayment business go for {s}, letter to end?"),
+        ("multi", "main+update", "I forgot how {s}'s tax trouble played out. Gather it for me?"),
+        ("inference", "main", "Has {s} had a scare with the authorities over money?"),
+        ("inference", "main", "Did {s} get any unwelcome bills this year?"),
+        ("temporal", "main", "Which month did {s}'s tax letter arrive?"),
+        ("temporal", "main", "{s} taxman letter, what month?"),
+    ],
+    "recipe": [
+        ("single", "main", "Which ingredient makes {elder}'s {dish} special, according to {s}?"),
+        ("single", "main", "{s}: {elder}'s {dish}, mystery component?"),
+        ("single", "main", "Can you check what {s} discovered goes in the {dish}?"),
+        ("inference", "main", "Is {s} preserving anything from the older generation's kitchen?"),
+        ("inference", "main", "Has {s} been documenting family heritage?"),
+    ],
+    "chess": [
+        ("single", "main", "{s} chess result?"),
+        ("single", "main", "Can you check what rank {s} achieved in the tournament?"),
+        ("single", "main", "I forgot how {s} placed at that chess weekend."),
+    ],
+    "lost_item": [
+        ("single", "main", "Can you check which possession {s} was hunting for?"),
+        ("single", "main", "{s} misplaced item?"),
+        ("single", "update", "Where was {s}'s {item} eventually found?"),
+        ("single", "update", "{s} {item} found where?"),
+        ("multi", "main+update", "I forgot the business of {s} losing the {item}. All of it?"),
+        ("multi", "main+update", "{s} {item}: gone and recovered, details?"),
+        ("temporal", "main", "What month did {s} go without the {item}?"),
+        ("temporal", "main", "{s} losing the {item}, when was that?"),
+    ],
+    "phone": [
+        ("single", "main", "{s} phone model?"),
+        ("single", "main", "Can you check which smartphone {s} bought?"),
+        ("single", "main", "I forgot why {s} needed a new mobile."),
+        ("inference", "main", "Has {s} treated themselves to any new tech?"),
+        ("inference", "main", "Is {s} carrying a recent device?"),
+    ],
+    "grandparent": [
+        ("single", "main", "{s}'s {elder_rel}: age reached?"),
+        ("single", "main", "Can you check how many years {s}'s {elder_rel} was celebrating?"),
+        ("single", "main", "Which venue hosted {elder}'s birthday for {s}'s family?"),
+        ("inference", "main", "Does {s} have a very old family member still around?"),
+        ("inference", "main", "Does {s} have a relative of a great age?"),
+        ("temporal", "main", "Which month was {elder}'s party, the one {s} went to?"),
+        ("temporal", "main", "{s} {elder_rel} birthday bash: when?"),
+    ],
+    "exhibition": [
+        ("single", "main", "{s} exhibition venue?"),
+        ("single", "main", "Can you check where {s}'s photographs will be on display?"),
+        ("single", "main", "What theme does {s}'s photo series have?"),
+        ("inference", "main", "Is {s} serious about taking pictures?"),
+        ("inference", "main", "Would {s} have a gallery opening to invite me to?"),
+    ],
+    "donation": [
+        ("single", "main", "{s} donation recipient?"),
+        ("single", "main", "Can you check which organisation got money from {s}?"),
+        ("single", "main", "I forgot how much {s} gave away, and who it went to."),
+        ("inference", "main", "Is {s} the charitable type?"),
+        ("inference", "main", "Does {s} give to those in need?"),
+    ],
+    "appointment": [
+        ("single", "main", "{s} {thing} date?"),
+        ("single", "main", "Can you check whether {s} ever got the {thing} sorted, and when?"),
+        ("single", "main", "I forgot which day {s} is seeing the {alt}."),
+    ],
+    "pottery": [
+        ("single", "main", "{s} first pottery piece?"),
+        ("single", "main", "Which day of the week does {s} throw pots?"),
+        ("single", "main", "I forgot which studio {s} joined for making pots."),
+        ("inference", "main", "Does {s} do anything crafty?"),
+        ("inference", "main", "Is {s} learning something artistic with their hands?"),
+    ],
+    "jury": [
+        ("single", "main", "{s} jury court?"),
+        ("single", "main", "Can you check which courthouse {s} was sent to?"),
+        ("single", "main", "I forgot where {s} sat as a juror."),
+        ("inference", "main", "Has {s} done anything for the justice system lately?"),
+        ("inference", "main", "Was {s} recently away from work for a legal obligation?"),
+        ("temporal", "main", "Which month did {s} start serving as a juror?"),
+        ("temporal", "main", "{s} juror stint: when?"),
+    ],
+    "quiz": [
+        ("single", "main", "{s} quiz team name?"),
+        ("single", "main", "Can you check what {s}'s trivia squad calls itself?"),
+        ("single", "main", "Which pub did {s} triumph at?"),
+        ("single", "main", "I forgot what {s} won at the quiz, and where."),
+        ("inference", "main", "Does {s} know a lot of random facts?"),
+        ("inference", "main", "Would {s} be a good pick for a brainy contest?"),
+    ],
+    "tv": [
+        ("multi", "all", "Can you check which dramas {s} has devoured?"),
+        ("multi", "all", "{s} binge list?"),
+        ("multi", "all", "I forgot the names of the programmes {s} got hooked on."),
+        ("temporal", "month", "In {month} {year}, which programme was {s} glued to?"),
+        ("temporal", "month", "{s} viewing, {mon} {year}?"),
+        ("temporal", "ago", "Which drama had {s} gripped {ago}?"),
+        ("temporal", "ago", "Can you check what {s} was bingeing {ago}?"),
+    ],
+    "restaurant": [
+        ("multi", "all", "Dining out: what has {s} sampled?"),
+        ("multi", "all", "{s} restaurants visited?"),
+        ("multi", "all", "Can you check which eateries {s} has tried and reviewed?"),
+        ("single", "favourite", "What's {s}'s go-to restaurant?"),
+        ("single", "favourite", "Which spot has {s} crowned the best for dinner?"),
+        ("temporal", "month", "{month} {year}: where did {s} dine?"),
+        ("temporal", "month", "Can you check where {s} ate in {mon} {year}?"),
+        ("temporal", "ago", "{s} went for food somewhere {ago}. Which restaurant?"),
+        ("temporal", "ago", "Where was {s} eating {ago}?"),
+    ],
+    "birds": [
+        ("multi", "all", "{s} bird list?"),
+        ("multi", "all", "Can you check what feathered visitors {s} has reported?"),
+        ("multi", "all", "I forgot which birds {s} got excited about."),
+        ("inference", "all", "Is {s} into nature watching?"),
+        ("inference", "all", "Is watching wildlife a pastime of {s}'s?"),
+        ("temporal", "month", "{s} sighting, {mon} {year}?"),
+        ("temporal", "month", "Can you check which bird {s} clocked during {month} {year}?"),
+        ("temporal", "ago", "I forgot which bird {s} saw {ago}."),
+        ("temporal", "ago", "{s}'s birding highlight {ago}?"),
+    ],
+    "boardgame": [
+        ("multi", "all", "{s} game night lineup?"),
+        ("multi", "all", "Can you check which games {s} and friends have been playing at home?"),
+        ("multi", "all", "I forgot what {s} plays on those evenings in."),
+        ("inference", "all", "Does {s} enjoy hosting?"),
+        ("inference", "all", "Is {s} keen on competitive evenings with friends at home?"),
+        ("temporal", "month", "{s} game night, {mon} {year}: which game?"),
+        ("temporal", "month", "Which game got {s}'s living room competitive in {month} {year}?"),
+        ("temporal", "ago", "What game was {s} losing at {ago}?"),
+        ("temporal", "ago", "What was the game of the evening for {s} {ago}?"),
+    ],
+    "swimming": [
+        ("multi", "all", "{s} outdoor swim spots?"),
+        ("multi", "all", "Can you check the lakes and beaches {s} has plunged into?"),
+        ("multi", "all", "I forgot where all {s}'s swims took place."),
+        ("inference", "all", "Does {s} like cold water?"),
+        ("inference", "all", "Is {s} hardy about chilly exercise outside?"),
+        ("temporal", "month", "{s} swim location, {mon} {year}?"),
+        ("temporal", "month", "Cold plunge for {s} in {month} {year}: which spot?"),
+        ("temporal", "ago", "Can you check where {s} was swimming {ago}?"),
+        ("temporal", "ago", "Which water did {s} brave {ago}?"),
+    ],
+}
+for _kind, _templates in FRESH_QUESTIONS.items():
+    # The same facts, asked in the same (kind, roles) as dev: only the wording is new.
+    assert {t[:2] for t in _templates} == {t[:2] for t in QUESTIONS[_kind]["diary-dev"]}, _kind
+    QUESTIONS[_kind]["diary-fresh"] = _templates
+
 MONTHS = [
     "January",
     "February",
@@ -2342,7 +2623,7 @@ def _ask(
 def build_diary(seed: int) -> tuple[list[Session], dict[str, list[Question]]]:
     """Sessions (in time order) and questions per batch.
 
-    Returns the sessions and {"diary-dev": [...], "diary-test": [...]}.
+    Returns the sessions and {"diary-dev": [...], "diary-test": [...], "diary-fresh": [...]}.
     """
     rng = random.Random(seed)
     sessions, facts = _build_archive(rng)
@@ -2353,7 +2634,11 @@ def build_diary(seed: int) -> tuple[list[Session], dict[str, list[Question]]]:
             newest[p.name] = max(newest.get(p.name, s.when), s.when)
     batches: dict[str, list[Question]] = {}
     for batch in BATCHES:
-        asked = _ask(rng, facts, newest, batch)
+        # dev and test share the archive's stream, as they always have; diary-fresh, written
+        # later, draws from a stream of its own, so that it changes none of their questions and
+        # none of theirs changes it.
+        picks = rng if batch in ("diary-dev", "diary-test") else random.Random(f"{seed}/{batch}")
+        asked = _ask(picks, facts, newest, batch)
         for item in asked:
             q = item.question
             assert "{" not in q.text and item.owner in q.text and q.evidence, q
