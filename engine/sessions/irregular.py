@@ -4,7 +4,7 @@ A question is asked in the present ("What did Jon buy?", "When did Gina go to Li
 the answer was told in the past ("I bought a Subaru", "We went to Lisbon"). Porter's stemmer
 works on endings, so "buy" and "bought", "go" and "went", "child" and "children" stay apart,
 and the stemmed index finds only the form the question typed. These families are the closed
-class of English where that happens: a few hundred verbs whose past or participle is not made
+class of English where that happens: about 140 verbs whose past or participle is not made
 with "-ed", and the nouns whose plural is not made with "-s". ``other_forms`` gives a word's
 family members that its stem does not already match; the ranking counts them as another form
 of the word (below the form as typed), never as the word itself.
