@@ -87,7 +87,7 @@ def _nouns(terms: tuple[Term, ...]) -> set[int]:
         for i in range(1, len(terms))
         if len(terms[i].words) == 1
         and terms[i].words[0] in QUESTION_WORDS
-        and terms[i - 1].words == (terms[i - 1].words[0],)
+        and len(terms[i - 1].words) == 1
         and terms[i - 1].words[0] in DETERMINERS
     }
 
