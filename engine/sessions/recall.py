@@ -495,6 +495,9 @@ class Recall:
         recorded: list[tuple[int, tuple[float, ...]]] = []
         topic = [k for k in range(len(patterns)) if k not in names]
         topic_worth = sum(idf[k] * weights[k] for k in topic)
+        # What a turn that tells something is worth; a question of names and a date alone
+        # ("What did Ana say in June?") has no topic, and news still picks among their turns.
+        news_worth = topic_worth or sum(idf[k] * weights[k] for k in names)
         for row, folded, context, context_tokens, body in scanned:
             answers = context.rstrip().endswith("?")
             folded_context = _folded(context) if context else ""
@@ -552,7 +555,7 @@ class Recall:
                 # Every word of the topic, in the message or the turn it answers.
                 f[_ALL] = topic_worth
             if matched:
-                f[_NEWS] = topic_worth * _news(folded, seen) / NEWS_CAP
+                f[_NEWS] = news_worth * _news(folded, seen) / NEWS_CAP
             score = sum(map(operator.mul, self.weights, f))
             if row.asks:
                 score *= ASKING
