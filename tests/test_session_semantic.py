@@ -177,6 +177,20 @@ def test_a_question_that_shares_no_word_with_its_answer_is_found_by_meaning(
     )
 
 
+def test_only_a_question_waits_for_new_messages_to_be_embedded(home: Home) -> None:
+    """A keyword, a quoted phrase or a newest-first search is never ranked by meaning, so it
+    does not embed what is new; the first question does."""
+    store = SessionStore.open(home, Config())
+    _fill(store)
+    search = SessionSearch(store, semantic=True)
+    for query, order in (("puppy", "relevance"), ('"half marathon"', "relevance"),
+                         ("Which friend owns an animal?", "newest")):  # fmt: skip
+        assert search("discover", query=query, order=order)["results"], query
+        assert _vectors(store) == {}, query
+    search("discover", query="Which of my friends owns an animal?")
+    assert len(_vectors(store)) == sum(len(turns) for turns in CONVERSATIONS.values())
+
+
 def test_meaning_keeps_the_searchs_filters(home: Home) -> None:
     """A role filter and a date filter hold for what meaning adds: nothing of the wrong role
     or outside the dates comes back."""
