@@ -104,6 +104,20 @@ def test_an_acronym_or_the_first_word_is_not_a_name() -> None:
         ("in March", "2024-03-01", "2024-04-08"),
         ("in September", "2023-09-01", "2023-10-08"),  # the last September before the anchor
         ("in 2022", "2022-01-01", "2023-01-08"),
+        # seasons (the northern ones), parts of a year, a day in its month, and more ways of
+        # counting back
+        ("in the summer of 2023", "2023-06-01", "2023-09-08"),
+        ("last summer", "2023-06-01", "2023-09-08"),  # the anchor is in this one
+        ("last winter", "2023-12-01", "2024-03-08"),  # over by the anchor: the one just gone
+        ("in late 2023", "2023-09-01", "2024-01-08"),
+        ("mid-2023", "2023-05-01", "2023-09-08"),
+        ("at the end of 2023", "2023-10-01", "2024-01-08"),
+        ("on June 14, 2023", "2023-06-01", "2023-07-08"),
+        ("on the 3rd of March 2024", "2024-03-01", "2024-04-08"),
+        ("six months back", "2023-10-31", "2024-01-30"),
+        ("half a year ago", "2023-10-31", "2024-01-30"),
+        ("over Christmas", "2023-12-20", "2024-01-09"),
+        ("the week before last", "2024-05-25", "2024-06-08"),
     ],
 )
 def test_date_words_become_a_span(said: str, since: str, until: str) -> None:
@@ -113,8 +127,17 @@ def test_date_words_become_a_span(said: str, since: str, until: str) -> None:
 
 
 def test_words_that_look_like_dates_but_are_not() -> None:
-    """ "may" as a verb, a bare number or a year out of range stay words."""
-    for typed in ("it may be the cache", "port 2023 is busy", "in 1066 the log", "the 3 files"):
+    """ "may" as a verb, a bare number, a year out of range, a season's name used as a name, a
+    verb or a noun stay words."""
+    for typed in (
+        "it may be the cache",
+        "port 2023 is busy",
+        "in 1066 the log",
+        "the 3 files",
+        "Summer said the build is fine",  # a name
+        "did the disk fall over",  # a verb
+        "the spring in the hinge",  # a noun
+    ):
         span, rest = find_span(typed, ANCHOR)
         assert span is None and rest == typed, typed
 
