@@ -25,6 +25,7 @@ from engine.sessions.question import (
     read_question,
 )
 from engine.sessions.search import SessionSearch
+from engine.sessions.spelling import other_spellings
 from engine.sessions.store import NewMessage, SessionStore
 from engine.sessions.when import STALE_DAYS, anchor_time, find_span
 from tests.conftest import open_store
@@ -200,6 +201,26 @@ def test_irregular_forms_are_one_family_and_filler_stays_out() -> None:
     # "won" is filler (the index splits "won't" into "won" and "t"); "rose" is mostly a flower.
     assert other_forms("win") == frozenset()
     assert "rose" not in other_forms("rise")
+
+
+def test_british_and_american_spellings_are_one_word() -> None:
+    assert other_spellings("favorite") == {"favourite"}
+    assert other_spellings("colours") == {"colors"}
+    assert other_spellings("organized") == {"organised"}
+    assert other_spellings("theatres") == {"theaters"}
+    # An ending that is the word, and words that only look the part, have no other spelling.
+    for word in ("size", "rise", "door", "doctor", "water", "sense", "four"):
+        assert other_spellings(word) == frozenset(), word
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_question_in_one_spelling_finds_an_answer_in_the_other(home: Home, backend: str) -> None:
+    store = open_store(backend, home)
+    _chat(store, "noodles", 1, "Ana: Noodle Theory is officially my favourite restaurant now.")
+    _chat(store, "other", 2, "Ana: Tried a new restaurant, it was fine.", "Bo: Only fine?")
+    _chat(store, "paint", 3, "Bo: We painted the hall a pale grey colour.")
+    assert _sessions(_ask(store, "What is Ana's favorite restaurant?"))[0] == "noodles"
+    assert _sessions(_ask(store, "What color did Bo paint the hall?"))[0] == "paint"
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

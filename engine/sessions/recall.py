@@ -52,6 +52,7 @@ from engine.sessions.irregular import other_forms
 from engine.sessions.pairs import holds_phrase
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question, span_first
+from engine.sessions.spelling import other_spellings
 from engine.sessions.words import FILLER, stem
 
 STEM_TABLE = "messages_stem"
@@ -150,7 +151,8 @@ _HOLDS_IN_RANGE = (
 @dataclass
 class _Form:
     """How a concept can be written: single words, phrases (of stems), and the irregular forms
-    of its word (irregular.py), which count as another form of it, not as the word."""
+    and other spellings of its word (irregular.py, spelling.py), which count as another form
+    of it, not as the word."""
 
     words: set[str] = field(default_factory=set)
     phrases: list[tuple[str, ...]] = field(default_factory=list)
@@ -271,7 +273,7 @@ class Recall:
                 form.words.add(word)
                 form.phrases.extend(self._splits(word))
                 if not c.as_typed:
-                    form.variants = other_forms(word)
+                    form.variants = other_forms(word) | other_spellings(word)
                     if base := self._agent_base(word):
                         form.words.add(base)
             elif all(_ALPHA.fullmatch(w) for w in c.term.words) and len(c.term.words) <= 3:

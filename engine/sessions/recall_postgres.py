@@ -29,6 +29,7 @@ from engine.sessions.recall import (
     Recall,
     _Form,
 )
+from engine.sessions.spelling import other_spellings
 from engine.sessions.words import stem
 
 BUDGET, FILTERED_BUDGET = 1000, 500
@@ -82,7 +83,8 @@ class PostgresRecall(Recall):
             if c.single:
                 form.words.add(c.term.words[0])
                 if not c.as_typed:
-                    form.variants = other_forms(c.term.words[0])
+                    word = c.term.words[0]
+                    form.variants = other_forms(word) | other_spellings(word)
             elif all(w.isalpha() for w in c.term.words) and len(c.term.words) <= 3:
                 form.phrases.append(c.term.words)
             forms.append(form)
