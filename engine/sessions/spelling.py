@@ -2,10 +2,10 @@
 
 People write as they learnt to, and an archive holds both: a question typed "What is Jon's
 favorite restaurant?" must find "my favourite restaurant", and Porter's stems keep the two
-apart ("favourit", "favorit"). The differences are a few regular endings, so they are rules
-here, each of which gives the other spelling; a spelling no message has costs one seek of the
-index and finds nothing. Like irregular forms, another spelling counts as another form of the
-word, below the form as typed.
+apart ("favourit", "favorit"). The productive differences (-ise/-ize, -yse/-yze) are rules;
+the others (-our, -re, -ogue, -ence, a few whole words) belong to a closed set of words, which
+is listed. A spelling no message has costs one seek of the index and finds nothing. Like
+irregular forms, another spelling counts as another form of the word, below the form as typed.
 """
 
 from __future__ import annotations
