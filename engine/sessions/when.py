@@ -194,8 +194,8 @@ def _resolve(kind: str, groups: tuple[str, ...], anchor: float) -> Span | None:
     if kind == "holiday":
         # Christmas to the first days of the new year, the last one before the anchor.
         y = at.year if (at.month, at.day) >= (12, 20) else at.year - 1
-        start = datetime(y, 12, 20, tzinfo=UTC)
-        return Span(start.timestamp(), (start + timedelta(days=20)).timestamp())
+        christmas = datetime(y, 12, 20, tzinfo=UTC)
+        return Span(christmas.timestamp(), (christmas + timedelta(days=20)).timestamp())
     if kind == "last":
         unit = groups[0].lower()
         days = {"week": 14, "weekend": 10, "month": 45, "year": 400}[unit]
