@@ -1432,32 +1432,13 @@ def run(
     semantic: bool = False,
 ) -> dict[str, Tally]:
     archive = build_archive(seed, echoes)
-    messages = sum(len(s.turns) for s in archive.sessions)
-    print(
-        f"archive (seed {seed}): {len(archive.sessions)} sessions, {messages:,} messages, "
-        f"{archive.sessions[0].when:%Y-%m-%d} .. {max(s.when for s in archive.sessions):%Y-%m-%d}"
-    )
-    results: dict[str, Tally] = {}
-    with tempfile.TemporaryDirectory(prefix="cairn-recall-") as folder:
-        started = time.perf_counter()
-        cairn = Cairn(archive, Path(folder), postgres, semantic)
-        print(
-            f"  Cairn on {'PostgreSQL' if postgres else 'SQLite'}"
-            + (", words and meaning (semantic)" if semantic else "")
-        )
-        baseline = Baseline(archive)
-        print(f"  loaded in {time.perf_counter() - started:.1f} s")
-        try:
-            for batch in batches:
-                if batch in OWN_ARCHIVE:
-                    qs = fresh_questions(archive, OWN_ARCHIVE[batch][1], batch)
-                else:
-                    qs = questions(archive, batch)
-                by_kind = evaluate(archive, qs, cairn, baseline, misses)
-                results[batch] = report(f"{batch} ({len(qs)} questions)", by_kind)
-        finally:
-            cairn.close()
-    return results
+
+    def asked(batch: str) -> list[Question]:
+        if batch in OWN_ARCHIVE:
+            return fresh_questions(archive, OWN_ARCHIVE[batch][1], batch)
+        return questions(archive, batch)
+
+    return _measure(f"archive (seed {seed})", archive, asked, batches, misses, postgres, semantic)
 
 
 DIARY_BATCHES = ("diary-dev", "diary-test", "diary-fresh")
@@ -1473,20 +1454,40 @@ def run_diary(
 
     sessions, by_batch = build_diary(DIARY_SEED)
     archive = Archive(sessions, [])
+    title = f"diary archive (seed {DIARY_SEED})"
+    return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
+
+
+def _measure(
+    title: str,
+    archive: Archive,
+    asked: Callable[[str], list[Question]],
+    batches: list[str],
+    misses: int,
+    postgres: str | None,
+    semantic: bool,
+) -> dict[str, Tally]:
+    """``archive`` in a Cairn home and in the plain FTS5 baseline, each batch's questions
+    (``asked(batch)``) put to both."""
+    sessions = archive.sessions
     messages = sum(len(s.turns) for s in sessions)
     print(
-        f"diary archive (seed {DIARY_SEED}): {len(sessions)} sessions, {messages:,} messages, "
+        f"{title}: {len(sessions)} sessions, {messages:,} messages, "
         f"{sessions[0].when:%Y-%m-%d} .. {max(s.when for s in sessions):%Y-%m-%d}"
     )
     results: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory(prefix="cairn-recall-") as folder:
         started = time.perf_counter()
         cairn = Cairn(archive, Path(folder), postgres, semantic)
+        print(
+            f"  Cairn on {'PostgreSQL' if postgres else 'SQLite'}"
+            + (", words and meaning (semantic)" if semantic else "")
+        )
         baseline = Baseline(archive)
         print(f"  loaded in {time.perf_counter() - started:.1f} s")
         try:
             for batch in batches:
-                qs = by_batch[batch]
+                qs = asked(batch)
                 by_kind = evaluate(archive, qs, cairn, baseline, misses)
                 results[batch] = report(f"{batch} ({len(qs)} questions)", by_kind)
         finally:

@@ -48,9 +48,11 @@ if Path(getattr(_running, "__file__", None) or "-").resolve() == HERE / "recall.
     Session = _running.Session  # type: ignore[union-attr]
     Turn = _running.Turn  # type: ignore[union-attr]
     BASELINE_STOPWORDS = _running.BASELINE_STOPWORDS  # type: ignore[union-attr]
+    MONTHS = _running.MONTHS  # type: ignore[union-attr]
 else:
     from recall import (  # type: ignore[import-not-found]
         BASELINE_STOPWORDS,
+        MONTHS,
         Question,
         Session,
         Turn,
@@ -2505,20 +2507,6 @@ for _kind, _templates in FRESH_QUESTIONS.items():
     assert {t[:2] for t in _templates} == {t[:2] for t in QUESTIONS[_kind]["diary-dev"]}, _kind
     QUESTIONS[_kind]["diary-fresh"] = _templates
 
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 _COUNTS = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
