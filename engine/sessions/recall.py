@@ -148,6 +148,12 @@ _HOLDS_IN_RANGE = (
 )
 
 
+def word_variants(word: str) -> frozenset[str]:
+    """The forms of a topic word that its stem does not match, on both backends: irregular
+    forms (irregular.py) and the other spelling (spelling.py)."""
+    return other_forms(word) | other_spellings(word)
+
+
 @dataclass
 class _Form:
     """How a concept can be written: single words, phrases (of stems), and the irregular forms
@@ -273,7 +279,7 @@ class Recall:
                 form.words.add(word)
                 form.phrases.extend(self._splits(word))
                 if not c.as_typed:
-                    form.variants = other_forms(word) | other_spellings(word)
+                    form.variants = word_variants(word)
                     if base := self._agent_base(word):
                         form.words.add(base)
             elif all(_ALPHA.fullmatch(w) for w in c.term.words) and len(c.term.words) <= 3:

@@ -19,7 +19,6 @@ from sqlalchemy import Connection, text
 
 from engine.sessions.fts_postgres import CONFIG
 from engine.sessions.fulltext import Filters
-from engine.sessions.irregular import other_forms
 from engine.sessions.question import Concept, Question
 from engine.sessions.recall import (
     FEW,
@@ -28,8 +27,8 @@ from engine.sessions.recall import (
     Ranked,
     Recall,
     _Form,
+    word_variants,
 )
-from engine.sessions.spelling import other_spellings
 from engine.sessions.words import stem
 
 BUDGET, FILTERED_BUDGET = 1000, 500
@@ -83,8 +82,7 @@ class PostgresRecall(Recall):
             if c.single:
                 form.words.add(c.term.words[0])
                 if not c.as_typed:
-                    word = c.term.words[0]
-                    form.variants = other_forms(word) | other_spellings(word)
+                    form.variants = word_variants(c.term.words[0])
             elif all(w.isalpha() for w in c.term.words) and len(c.term.words) <= 3:
                 form.phrases.append(c.term.words)
             forms.append(form)

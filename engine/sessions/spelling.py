@@ -77,9 +77,13 @@ _ALPHA = re.compile(r"[a-z]+")
 _TAILS = ("", "s", "es", "d", "ed", "ing", "ite", "ites", "ful", "able", "ably", "ers", "er", "ry")
 
 
+# Each listed pair both ways: a word in either spelling finds the other.
+_BOTH_WAYS = (*_STEMS.items(), *((american, british) for british, american in _STEMS.items()))
+
+
 def _listed(word: str) -> set[str]:
     found = set()
-    for one, other in (*_STEMS.items(), *((a, b) for b, a in _STEMS.items())):
+    for one, other in _BOTH_WAYS:
         if word.startswith(one) and word[len(one) :] in _TAILS:
             found.add(other + word[len(one) :])
     return found

@@ -127,13 +127,6 @@ def anchor_time(newest: float | None, now: float) -> float:
     return now
 
 
-def _month_span(year: int, month: int) -> Span:
-    first = datetime(year, month, 1, tzinfo=UTC)
-    days = calendar.monthrange(year, month)[1]
-    # The month, and a week after it: "in August" is often told in early September.
-    return Span(first.timestamp(), (first + timedelta(days=days + 7)).timestamp())
-
-
 def _count(word: str) -> float:
     word = word.lower()
     if word.startswith("half"):
@@ -144,7 +137,7 @@ def _count(word: str) -> float:
 
 def _months_span(year: int, first: int, last: int) -> Span:
     """Months ``first``..``last`` of ``year`` (``last`` may be of the next year, as winter's
-    February is), and a week after them."""
+    February is), and a week after them: "in August" is often told in early September."""
     start = datetime(year, first, 1, tzinfo=UTC)
     end_year = year + 1 if last < first else year
     end = datetime(end_year, last, calendar.monthrange(end_year, last)[1], tzinfo=UTC)
@@ -174,10 +167,12 @@ def _resolve(kind: str, groups: tuple[str, ...], anchor: float) -> Span | None:
     at = datetime.fromtimestamp(anchor, UTC)
     if kind == "month_year":
         year = int(groups[1])
-        return _month_span(year, MONTHS[groups[0].lower()]) if 1900 < year < 2200 else None
+        month = MONTHS[groups[0].lower()]
+        return _months_span(year, month, month) if 1900 < year < 2200 else None
     if kind == "iso_month":
         year, month = int(groups[0]), int(groups[1])
-        return _month_span(year, month) if 1900 < year < 2200 and 1 <= month <= 12 else None
+        valid = 1900 < year < 2200 and 1 <= month <= 12
+        return _months_span(year, month, month) if valid else None
     if kind == "ago":
         days = _count(groups[0]) * _UNIT_DAYS[groups[1].lower()]
         slack = max(2.0, days * 0.25)
@@ -211,14 +206,11 @@ def _resolve(kind: str, groups: tuple[str, ...], anchor: float) -> Span | None:
         return Span(anchor - 30 * DAY, anchor)
     if kind == "in_year":
         year = int(groups[0])
-        if not 1900 < year < 2200:
-            return None
-        start = datetime(year, 1, 1, tzinfo=UTC).timestamp()
-        return Span(start, datetime(year + 1, 1, 8, tzinfo=UTC).timestamp())
+        return _months_span(year, 1, 12) if 1900 < year < 2200 else None
     if kind == "in_month":
         month = MONTHS[groups[0].lower()]
         year = at.year if month <= at.month else at.year - 1  # the last such month
-        return _month_span(year, month)
+        return _months_span(year, month, month)
     return None
 
 
