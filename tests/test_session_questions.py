@@ -491,3 +491,24 @@ def test_the_answer_to_a_question_is_the_match_not_the_question(home: Home, back
     found = _ask(store, "What did Melanie paint for the art show?")["results"]
     assert found[0]["session_id"] == "show-0"
     assert found[0]["match_message_id"] == ids[3]
+
+
+def test_a_candidate_the_common_walks_missed_is_chosen_by_its_text(store: SessionStore) -> None:
+    """The first score knows only what the walks saw, and the walks of common words ("Ana",
+    "trip") stop at their newest matches: the old answer is known to hold "lighthouse" alone,
+    like seventy newer, shorter messages that rank above it. Its text has the other words, so
+    it is among the candidates scored on their text, and it answers."""
+    ids = _chat(
+        store,
+        "first",
+        1,
+        "Ana: The lighthouse trip with the kids was windy but wonderful, we climbed every step.",
+    )
+    for n in range(10):
+        _chat(store, f"ana-{n}", 10 + n, *[f"Ana: on the phone, call {i}" for i in range(20)])
+        _chat(store, f"trip-{n}", 10 + n, *[f"Sam: the trip to the shop, {i}" for i in range(20)])
+    for n in range(70):
+        _chat(store, f"light-{n}", 30 + n, f"Bo: lighthouse {n}")
+    found = _ask(store, "What did Ana say about the lighthouse trip?")["results"]
+    assert found[0]["session_id"] == "first"
+    assert found[0]["match_message_id"] == ids[0]

@@ -78,19 +78,25 @@ def _phrase_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, words)) + r"(?![^\W_])")
 
 
-def holds_phrase(columns: Sequence[str | None], words: Sequence[str]) -> bool:
-    """Whether one of ``columns`` has ``words`` next to each other, as the pair index sees
-    words (split, then folded)."""
-    wanted = [w for w in map(_pair_word, words) if w]
-    size = len(wanted)
-    for column in columns:
+class PhraseCheck:
+    """Whether a text has ``words`` next to each other, as the pair index sees words (split,
+    then folded): the words made and the pattern compiled once, for checking many texts."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.wanted = [w for w in map(_pair_word, words) if w]
+        self.pattern = _phrase_pattern(tuple(self.wanted))
+
+    def __call__(self, column: str | None) -> bool:
         if not column:
-            continue
+            return False
         if column.isascii():  # one regular expression over the text
-            if _phrase_pattern(tuple(wanted)).search(column.lower()):
-                return True
-            continue
-        have = _column_words(column)
-        if any(have[i : i + size] == wanted for i in range(len(have) - size + 1)):
-            return True
-    return False
+            return self.pattern.search(column.lower()) is not None
+        have, wanted, size = _column_words(column), self.wanted, len(self.wanted)
+        return any(have[i : i + size] == wanted for i in range(len(have) - size + 1))
+
+
+def holds_phrase(columns: Sequence[str | None], words: Sequence[str]) -> bool:
+    """Whether one of ``columns`` has ``words`` next to each other (a phrase never spans two
+    columns)."""
+    check = PhraseCheck(words)
+    return any(map(check, columns))

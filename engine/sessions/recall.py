@@ -9,14 +9,16 @@ in the pair index, "back yard" also as "backyard" when that word is in the index
 is indexed with the text it answers (its ``context`` column), so "A sunset over the lake." is
 found by "what did Caroline paint".
 
-The candidates are ranked by BM25 from the walks (as fts_sqlite does), and the best of them
-(twelve per result wanted) are read and scored again on their text, where more is known: a
-weighted sum of named features (FEATURES: the word as typed or in another form, in the turn a
-reply answers, said by the person the question names, near each other, the whole phrase, the
-words of its own a message has…), whose weights are learned on the recall benchmark's tuning
-batch (``tests/benchmarks/recall.py --train``) and committed here. A message that only asks
-("…?") counts for less than the answer that follows it; a participant's name counts for a
-third of a word of the topic (question.py).
+The candidates are ranked by BM25 from the walks (as fts_sqlite does). The walks of common
+words stop at their newest matches, so that score misses what an older candidate's text holds:
+the best 48 per result wanted have their heads read and their score completed from the words
+found there, and the best twelve of those are read whole and scored again on their text, where
+more is known: a weighted sum of named features (FEATURES: the word as typed or in another
+form, in the turn a reply answers, said by the person the question names, near each other, the
+whole phrase, the words of its own a message has…), whose weights are learned on the recall
+benchmark's tuning batch (``tests/benchmarks/recall.py --train``) and committed here. A
+message that only asks ("…?") counts for less than the answer that follows it; a participant's
+name counts for a third of a word of the topic (question.py).
 
 Then whole conversations are ranked: the best message, plus a share of the weight of each
 concept that the best message lacks and another message of the conversation has, a share of
@@ -27,6 +29,7 @@ runner-up.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import operator
@@ -35,6 +38,7 @@ import string
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
@@ -49,7 +53,7 @@ from engine.sessions.fts_sqlite import (
 )
 from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.irregular import other_forms
-from engine.sessions.pairs import holds_phrase
+from engine.sessions.pairs import PhraseCheck
 from engine.sessions.query import WORD, fold
 from engine.sessions.question import Question, span_first
 from engine.sessions.spelling import other_spellings
@@ -58,6 +62,9 @@ from engine.sessions.words import FILLER, stem
 STEM_TABLE = "messages_stem"
 SCAN_CHARS = 1200  # of a long message, the head is scored on its text
 PRE_PER_RESULT, PRE_MIN = 12, 24  # candidates read and scored on their text, per result wanted
+# Of which they are chosen, per result wanted (see Recall._narrowed), up to what the largest
+# limit a search takes would read: a ranking made deep for fusion with meaning reads no more.
+WIDE_PER_RESULT, WIDE_MAX = 48, 480
 # Messages of concepts found whole, read and scored besides (their walks hold <= FEW each).
 RARE_EXTRA = 16
 POSITIONS = 16  # of a concept's places in a message, those kept for proximity
@@ -76,6 +83,10 @@ PHRASE = 0.5  # the share of a message's score added when it holds the whole que
 NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
 COVER, RUNNER_UP = 0.5, 0.2
 B = 0.5  # length normalisation: replies are short, and a short reply is not more relevant
+# Length normalisation of the first score, which only chooses what is scored on the text: the
+# learned score leans on words counted without it (``flat``), and a first score that favoured
+# short messages would leave out the longer ones that score wins with.
+FIRST_B = 0.1
 MIN_SPLIT = 3  # letters on each side of a compound's split
 MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run together
 # What a candidate's score is made of, each a sum over the concepts it has (a concept's BM25
@@ -138,6 +149,8 @@ _ROWS = (
     "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
     "LEFT JOIN messages_context AS c ON c.id = m.id WHERE m.id IN ({})"
 )
+# The heads alone, for choosing among more candidates than are scored (Recall._narrowed).
+_HEADS = f"SELECT id, substr(content, 1, {SCAN_CHARS}) FROM messages WHERE id IN ({{}})"
 _ALPHA = re.compile(r"[a-z]+")
 _SESSION_SPANS = text(
     "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN :sids "
@@ -188,6 +201,42 @@ class _Scored:
     score: float
     matched: dict[int, float]  # concept index → match strength
     topical: bool = True  # a concept other than a name matched
+
+
+class _Candidate(NamedTuple):
+    """A row of ``rows_sql``: what a candidate is scored on."""
+
+    id: int
+    session_id: str
+    root_session_id: str
+    head: str | None
+    cut: int
+    asks: int
+    context: str | None
+
+
+def _id_list(ids: Iterable[int]) -> str:
+    return ", ".join(str(int(i)) for i in ids)
+
+
+class _Read(NamedTuple):
+    """A candidate's row as read for scoring, with its text and its context folded."""
+
+    row: _Candidate
+    folded: str
+    folded_context: str
+
+
+def _patterns(question: Question, forms: list[_Form]) -> list[_Patterns]:
+    """Each concept's forms as the text check sees them."""
+    patterns = [
+        _Patterns.of(c.term.words if c.single else (), form)
+        for c, form in zip(question.concepts, forms, strict=True)
+    ]
+    for c, p in zip(question.concepts, patterns, strict=True):
+        if not c.single:
+            p.add_phrase(c.term.words)
+    return patterns
 
 
 def _df(found: Found, budget: int, span: tuple[int, int]) -> float:
@@ -380,7 +429,7 @@ class Recall:
         weights = question.weights
         average = max(1.0, sum(lengths.values()) / len(lengths))
         worth = [idf[k] * weights[k] for k in range(len(idf))]
-        flat, per_token = 1 - B, B / average
+        flat, per_token = 1 - FIRST_B, FIRST_B / average
         scores = [
             (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
             for i, held in holds.items()
@@ -414,18 +463,25 @@ class Recall:
         knows what the walks saw, and the walks of common words stop at their newest matches:
         an older message that holds the rare word and the common ones would rank below newer
         ones that are only known to hold more. They are scored on their text as well (with
-        more than one concept: alone, the first score already has them all).
+        more than one concept: alone, the first score already has them all). For the others
+        the first score is completed from the text of four times as many as are scored
+        (``_narrowed``).
         """
-        pre = [i for _, i in heapq.nlargest(max(PRE_MIN, PRE_PER_RESULT * limit), scores)]
+        patterns = _patterns(question, forms)
+        want = max(PRE_MIN, PRE_PER_RESULT * limit)
+        wide_count = max(want, min(WIDE_MAX, WIDE_PER_RESULT * limit))
+        wide = [i for _, i in heapq.nlargest(wide_count, scores)]
+        pre = self._narrowed(patterns, scores, wide, holds, idf, question.weights, want)
         if rare and len(question.concepts) > 1:
             chosen, wanted = set(pre), set(rare)
             extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
             pre += [i for _, i in heapq.nlargest(RARE_EXTRA, extra)]
-        scored = self._rescore(question, forms, pre, holds, idf, lengths)
+        reads = self._read(pre)
+        scored = self._rescore(question, patterns, reads, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, question.weights, names, self.session_weights)
         if names:
-            named = {k: said(k) for k in names}
+            named = {k: sorted(said(k)) for k in names}
             ranked = self._named(ranked[:NAMED], [(k, forms[k]) for k in names], idf, named)
         return [r for _, r in ranked[:limit]]
 
@@ -434,7 +490,7 @@ class Recall:
         ranked: list[tuple[float, Ranked]],
         names: list[tuple[int, _Form]],
         idf: list[float],
-        said: dict[int, set[int]],
+        said: dict[int, list[int]],
     ) -> list[tuple[float, Ranked]]:
         """Session-level evidence for names: a conversation whose session has the name said
         anywhere (a participant's name is in every message they wrote) gets the rest of the
@@ -451,8 +507,10 @@ class Recall:
             for k, form in names:
                 if not r.topical:
                     break  # the name picks among conversations about the topic, no others
-                # The name's own walk already saw some of its messages: no seek for those.
-                known = any(low <= i <= high for i in said[k])
+                # The name's own walk already saw some of its messages (``said``, in id
+                # order): no seek for those.
+                at = bisect.bisect_left(said[k], low)
+                known = at < len(said[k]) and said[k][at] <= high
                 if known or self._said_in(form, r.hit.session_id, low, high):
                     score += self.session_weights[0] * idf[k]
             out.append((score, r))
@@ -465,40 +523,90 @@ class Recall:
 
     # -- scoring on the text ---------------------------------------------------------------
 
+    def _read(self, ids: Sequence[int]) -> list[_Read]:
+        """The candidates' rows (head, context, whether they ask), their text folded."""
+        if not ids:
+            return []
+        rows = map(_Candidate._make, self._fetch(self.rows_sql.format(_id_list(ids))))
+        return [_Read(row, _folded(row.head or ""), _folded(row.context or "")) for row in rows]
+
+    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        """A statement's rows, straight from the driver's cursor: hundreds of rows a question,
+        and SQLAlchemy's result rows cost more to build than SQLite spends reading them."""
+        if not self.conn.in_transaction():
+            self.conn.begin()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None  # an open SQLAlchemy connection always has one
+        cursor = driver.cursor()
+        try:
+            return list(cursor.execute(sql))
+        finally:
+            cursor.close()
+
+    def _narrowed(
+        self,
+        patterns: list[_Patterns],
+        scores: list[tuple[float, int]],
+        wide: list[int],
+        holds: dict[int, set[int]],
+        idf: list[float],
+        weights: Sequence[float],
+        want: int,
+    ) -> list[int]:
+        """Of the ``wide`` best candidates by their first score, the ``want`` best by that score
+        completed from their text. A walk of a common word stops at its newest matches, so an
+        older candidate is known to hold only what the rarer walks saw, though its text may
+        have the rest: each concept's words and stems as substrings of its head, a guess, but
+        cheap enough (the head alone, no joins) for four times the candidates that are then
+        scored on their text."""
+        if len(wide) <= want:
+            return wide
+        # A phrase's (a compound's) first stem stands for it.
+        needles = [(*p.words, *p.stems, *(stems[0] for stems, _ in p.phrases)) for p in patterns]
+        # The first score is what it holds over its length's normalisation: completed, what it
+        # holds and what its head adds, over the same.
+        first = {i: score for score, i in scores}
+        completed = []
+        for i, head in self._fetch(_HEADS.format(_id_list(wide))):
+            folded = _folded(head or "")
+            held = holds.get(i, set())
+            base = sum(idf[k] * weights[k] for k in held) or 1.0
+            gained = sum(
+                idf[k] * weights[k]
+                for k, words in enumerate(needles)
+                if k not in held and any(w in folded for w in words)
+            )
+            completed.append((first.get(i, 0.0) * (1 + gained / base), i))
+        return [i for _, i in heapq.nlargest(want, completed)]
+
     def _rescore(
         self,
         question: Question,
-        forms: list[_Form],
-        ids: Sequence[int],
+        patterns: list[_Patterns],
+        reads: Sequence[_Read],
         holds: dict[int, set[int]],
         idf: list[float],
         lengths: dict[int, int],
     ) -> list[_Scored]:
-        if not ids:
+        if not reads:
             return []
-        rows = self.conn.execute(
-            text(self.rows_sql.format(", ".join(str(int(i)) for i in ids)))
-        ).all()
         weights = question.weights
-        patterns = [
-            _Patterns.of(c.term.words if c.single else (), form)
-            for c, form in zip(question.concepts, forms, strict=True)
-        ]
-        for c, p in zip(question.concepts, patterns, strict=True):
-            if not c.single:
-                p.add_phrase(c.term.words)
         scanner = _Scanner(patterns)
         names = {k: fold(c.term.words[0]) for k, c in enumerate(question.concepts) if c.name}
-        whole = [w for c in question.concepts for w in c.term.words]
-        whole = whole if len(question.concepts) > 1 else []
+        # The whole question as typed, word for word, when it has more than one concept.
+        whole = (
+            PhraseCheck([w for c in question.concepts for w in c.term.words])
+            if len(question.concepts) > 1
+            else None
+        )
         scanned = []
-        for row in rows:
+        for row, folded, folded_context in reads:
             context = row.context or ""
             context_tokens = len(WORD.findall(context)) if context else 0
             held = context_tokens if self.lengths_hold_context else 0
             body = max(1, lengths.get(row.id, 1) - held)
-            scanned.append((row, _folded(row.head or ""), context, context_tokens, body))
-        average = max(1.0, sum(x[4] for x in scanned) / len(scanned))
+            scanned.append((row, folded, context, folded_context, context_tokens, body))
+        average = max(1.0, sum(x[5] for x in scanned) / len(scanned))
         out = []
         recorded: list[tuple[int, tuple[float, ...]]] = []
         topic = [k for k in range(len(patterns)) if k not in names]
@@ -506,9 +614,8 @@ class Recall:
         # What a turn that tells something is worth; a question of names and a date alone
         # ("What did Ana say in June?") has no topic, and news still picks among their turns.
         news_worth = topic_worth or sum(idf[k] * weights[k] for k in names)
-        for row, folded, context, context_tokens, body in scanned:
+        for row, folded, context, folded_context, context_tokens, body in scanned:
             answers = context.rstrip().endswith("?")
-            folded_context = _folded(context) if context else ""
             cut = bool(row.cut)
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
@@ -555,7 +662,7 @@ class Recall:
             f[_NEAR] = _proximity(where, idf, weights) * saturation
             # The words of the turn answered stand together there as they do in that turn.
             f[_NEAR_CONTEXT] = _proximity(said_before, idf, weights) * by_context
-            if whole and holds_phrase([folded], whole):
+            if whole is not None and whole(folded):
                 # The whole question as typed, word for word: what the phrase form used to
                 # return alone comes first, and the rest fills up to the limit.
                 f[_PHRASE] = sum(idf[k] * weights[k] for k in matched) * saturation

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -74,6 +75,9 @@ class PostgresRecall(Recall):
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.conn.execute(text(sql))]
 
     def _forms(self, question: Question) -> list[_Form]:
         forms = []
