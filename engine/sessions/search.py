@@ -323,8 +323,14 @@ class SessionSearch:
         # Only a question is ranked by meaning: a keyword, a phrase or a substring search
         # does not wait for new messages to be embedded. (Whether it reads as a question does
         # not depend on the anchor of its dates, only whether it has any.)
-        asks = order == "relevance" and read_question(query, parsed, time.time()) is not None
-        vectors = self._vectors(result) if self.semantic and asks else None
+        # Read for that alone, and only when meaning is asked for: the words read it again,
+        # with the anchor of its dates, inside the snapshot.
+        asks = (
+            self.semantic
+            and order == "relevance"
+            and read_question(query, parsed, time.time()) is not None
+        )
+        vectors = self._vectors(result) if asks else None
         with self.store.engine.connect() as conn:
             fts = full_text_for(conn)
             question = None
