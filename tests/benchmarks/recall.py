@@ -1,8 +1,8 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|diary-dev|diary-test|diary-fresh|all] [--misses N] [--postgres URL] [--semantic]
-        [--train]
+        natural|diary-dev|diary-test|diary-fresh|diary-spoken|all] [--misses N] [--postgres URL]
+        [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -31,10 +31,12 @@ misses were read once, in the fourth round, so it is a development set since), a
 semantic weights were chosen, over a sixth archive with echoes, measured only). Two more,
 ``diary-dev`` and ``diary-test``, come from another generator (recall_diary.py: other people,
 other topics, long turns that mix several pieces of news), written in the sixth round without
-looking at this one's templates; dev may be tuned on, test is measured only, and
-``diary-fresh`` was written after that round's tuning, in phrasings of its own. Each prints,
-for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
-same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
+looking at this one's templates; dev may be tuned on, test is measured only, ``diary-fresh``
+was written after that round's tuning, in phrasings of its own, and ``diary-spoken`` after the
+seventh round's ranking changes, as people say questions aloud, without looking at the ranker
+(measured only). Each prints, for Cairn (``session_search`` discover, limit 5) and for a plain
+FTS5 baseline computed in the same run (porter tokenizer, stopwords dropped, bm25, the 5 best
+turns and their sessions):
 
 * session@5: an evidence session is among the 5 results;
 * evidence@5: an evidence turn is one of the 5 matched messages (Cairn: each card's match);
@@ -1441,7 +1443,7 @@ def run(
     return _measure(f"archive (seed {seed})", archive, asked, batches, misses, postgres, semantic)
 
 
-DIARY_BATCHES = ("diary-dev", "diary-test", "diary-fresh")
+DIARY_BATCHES = ("diary-dev", "diary-test", "diary-fresh", "diary-spoken")
 
 
 def run_diary(
@@ -1646,7 +1648,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         default="all",
         help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh or all",
+        "diary-fresh, diary-spoken or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(

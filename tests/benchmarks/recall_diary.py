@@ -16,10 +16,13 @@ session (the wedding moves, the lost thing turns up), some recur with new values
 binged, a game played), and some are stated in a short reply whose subject is the question
 before it ("Did you book the dentist?" / "Yes, finally, the 14th.").
 
-Three batches ask about the same facts in separately written phrasings: ``diary-dev`` (for
-tuning), ``diary-test`` (measured only; its wording is not to be guessed from dev) and
+Four batches ask about the same facts in separately written phrasings: ``diary-dev`` (for
+tuning), ``diary-test`` (measured only; its wording is not to be guessed from dev),
 ``diary-fresh`` (written after the ranking was tuned on dev, in new shapes: requests to an
-assistant, terse keyword queries, indirect ones, for an honest after-tuning figure). Each has
+assistant, terse keyword queries, indirect ones, for an honest after-tuning figure) and
+``diary-spoken`` (written after the seventh round's ranking changes, without looking at the
+ranker: questions as said to a voice assistant or typed in a hurry, with lead-ins and hedges,
+everyday paraphrases of the evidence, a few misspellings and loosely said dates). Each has
 four kinds of question: single, multi (a fact over several sessions or its update), temporal
 ("in March 2024", "two months ago", "when did ...") and inference (the question names the
 general idea, the evidence a case of it).
@@ -59,7 +62,7 @@ else:
     )
 
 DIARY_SEED = 131
-BATCHES = ("diary-dev", "diary-test", "diary-fresh")
+BATCHES = ("diary-dev", "diary-test", "diary-fresh", "diary-spoken")
 SESSIONS_PER_PAIR = 20
 FACTS_PER_SPEAKER = 6
 SERIES_PER_PAIR = 3
@@ -1759,7 +1762,7 @@ def _build_archive(rng: random.Random) -> tuple[list[Session], list[Fact]]:
 # favourite, and "month" / "ago" the values said in the month or span the question names. Per
 # fact, one template of each (kind, roles) is asked. The two batches were written separately:
 # dev in plain question shapes, test leaning on requests, hedges and other words. A third,
-# diary-fresh, is added below (FRESH_QUESTIONS).
+# diary-fresh, and a fourth, diary-spoken, are added below (FRESH_QUESTIONS, SPOKEN_QUESTIONS).
 Template = tuple[str, str, str]
 QUESTIONS: dict[str, dict[str, list[Template]]] = {
     "wedding": {
@@ -2507,6 +2510,728 @@ for _kind, _templates in FRESH_QUESTIONS.items():
     assert {t[:2] for t in _templates} == {t[:2] for t in QUESTIONS[_kind]["diary-dev"]}, _kind
     QUESTIONS[_kind]["diary-fresh"] = _templates
 
+# diary-spoken: a fourth batch on the same facts, written after the seventh round's ranking
+# changes without looking at the ranker or its misses. Questions as people say them to a voice
+# assistant or type them in a hurry: lead-ins and hedges ("So I was talking to ...", "quick
+# one:", "remind me, wasn't ..."), the owner named once and then "they", everyday paraphrases in
+# place of the evidence's words ("getting hitched", "in plaster", "go walkabout"), a few
+# common misspellings of ordinary words ("buisness", "calender", "resturants"), and dates said
+# loosely ("back in {month}", "sometime around {month} {year}", "{ago} or so"). Same
+# (kind, roles) per fact as the others.
+SPOKEN_QUESTIONS: dict[str, list[Template]] = {
+    "wedding": [
+        (
+            "single",
+            "main",
+            "So I was talking to {s} the other day and I can't remember, where's their "
+            "{kin_rel} getting hitched?",
+        ),
+        (
+            "single",
+            "main",
+            "quick one: {kin}'s do, the one {s} has to make a speech at, whereabouts is it?",
+        ),
+        (
+            "single",
+            "main",
+            "remind me, wasn't {s}'s {kin_rel} marrying somewhere kind of fancy? where was it",
+        ),
+        (
+            "single",
+            "update",
+            "Hang on, didn't {s} say {kin}'s big day got shifted? what's the new date, do you "
+            "know?",
+        ),
+        (
+            "single",
+            "update",
+            "ok so {s}'s {kin_rel} had to change the date of the do, didn't they? what day's "
+            "it on now",
+        ),
+        (
+            "multi",
+            "main+update",
+            "So with {s}'s {kin_rel} getting hitched, where's it at and did the date end up "
+            "changing or what? give me the lot",
+        ),
+        (
+            "multi",
+            "main+update",
+            "I've lost track of {kin}'s wedding stuff, {s} told me bits and pieces, like where "
+            "and then a date switch I think?",
+        ),
+        (
+            "temporal",
+            "update",
+            "{s} said something about {kin}'s big day back in {month}, what had changed?",
+        ),
+        (
+            "temporal",
+            "update",
+            "sometime around {month} {year} {s} mentioned a hiccup with their {kin_rel}'s "
+            "wedding, what was that about?",
+        ),
+        ("temporal", "update", "what was the update {s} gave on {kin}'s wedding {ago} or so?"),
+        (
+            "inference",
+            "main",
+            "Has {s} got anything big coming up with the family? I feel like they mentioned "
+            "some family do",
+        ),
+        (
+            "inference",
+            "main",
+            "is {s} having to dress up for a relative's big day soon or am I making that up",
+        ),
+    ],
+    "renovation": [
+        (
+            "single",
+            "main",
+            "um so {s}'s doing their kitchen up, right? what did they go for that cost a fortune?",
+        ),
+        (
+            "single",
+            "main",
+            "remind me what {s} picked for the kitchen, the pricey bit they said was worth it?",
+        ),
+        (
+            "single",
+            "main",
+            "who's {s} got in to do the work at their place? a company or just some guy?",
+        ),
+        (
+            "inference",
+            "main",
+            "is {s} having work done on the house at the moment? I vaguely remember them living "
+            "off takeaways",
+        ),
+        (
+            "inference",
+            "main",
+            "has {s}'s place been a bit of a dust zone lately, like are they doing it up?",
+        ),
+        (
+            "temporal",
+            "main",
+            "when abouts did {s} have their kitchen ripped out, roughly? feels like ages",
+        ),
+        ("temporal", "main", "so when was {s} stuck without a proper kitchen? I can't place it"),
+    ],
+    "procedure": [
+        (
+            "single",
+            "main",
+            "Sorry, random, but {s} went in for something minor at the hospital, didn't they? "
+            "what were they having done?",
+        ),
+        ("single", "main", "what was {s}'s surgury for again? the in-and-out one"),
+        ("single", "main", "which hospital did {s} have to go to for their little op thing?"),
+        (
+            "inference",
+            "main",
+            "has {s} had any health stuff going on lately? they mentioned something medical I "
+            "think",
+        ),
+        (
+            "inference",
+            "main",
+            "is {s} ok? I feel like they had to go in for treatment or something",
+        ),
+        (
+            "temporal",
+            "main",
+            "when did {s} have that day-case thing done, roughly? I've lost track",
+        ),
+        ("temporal", "main", "remind me when {s} was having their op, was it a while back?"),
+    ],
+    "fracture": [
+        ("single", "main", "Wait, {s} hurt themselves, didn't they? what did they snap?"),
+        (
+            "single",
+            "main",
+            "quick one: how'd {s} end up in plaster, was it a silly fall or something?",
+        ),
+        (
+            "single",
+            "main",
+            "which bit of {s} was all strapped up, was it an arm or a leg thing? I can't remember",
+        ),
+        (
+            "multi",
+            "main+cast",
+            "So {s} was in plaster for ages, what did they bust, and are they out of it now and "
+            "back to normal?",
+        ),
+        (
+            "multi",
+            "main+cast",
+            "can you give me the whole {s} broken bone saga, like from the fall to when they got "
+            "the thing off?",
+        ),
+        ("inference", "main", "Has {s} been laid up with an injury or anything lately?"),
+        (
+            "inference",
+            "main",
+            "was {s} a bit out of action at some point, like hurt or something?",
+        ),
+        ("temporal", "main", "when was it {s} was going around all bandaged up? roughly?"),
+        (
+            "temporal",
+            "main",
+            "when did {s} have their accident, the one where they cracked something?",
+        ),
+    ],
+    "language": [
+        (
+            "single",
+            "main",
+            "I was talking to {s} and totally blanked, which language is it they're trying to "
+            "pick up?",
+        ),
+        (
+            "single",
+            "main",
+            "remind me, {s} is doing classes in something for a holiday, what language was it?",
+        ),
+        (
+            "single",
+            "main",
+            "how is {s} going about learning that language, like a teacher or an app or what?",
+        ),
+        (
+            "inference",
+            "main",
+            "Is {s} learning anything new at the moment, like a course or something?",
+        ),
+        (
+            "inference",
+            "main",
+            "has {s} taken on some new hobby where they're studying something?",
+        ),
+    ],
+    "side_business": [
+        (
+            "single",
+            "main",
+            "so what's {s} making and selling these days? they've got a little shop thing going",
+        ),
+        ("single", "main", "whats {s}'s online store called again, I wanna order something"),
+        (
+            "single",
+            "main",
+            "I heard {s} started a buisness on the side, what do they sell?",
+        ),
+        (
+            "inference",
+            "main",
+            "does {s} have some money-making thing going apart from their actual job?",
+        ),
+        ("inference", "main", "is {s} running some little venture outside of work?"),
+    ],
+    "routine": [
+        (
+            "single",
+            "main",
+            "{s} was going on about some new daily thing that's made them all smug, what was it?",
+        ),
+        (
+            "single",
+            "main",
+            "what's that thing {s} has started doing daily, the one they won't shut up about?",
+        ),
+        ("single", "main", "remind me what {s}'s new self-discipline thing is, I keep forgetting"),
+        ("inference", "main", "Is {s} on a bit of a health kick at the moment?"),
+        (
+            "inference",
+            "main",
+            "has {s} been trying to sort their life out a bit, like better habits?",
+        ),
+    ],
+    "promotion": [
+        (
+            "single",
+            "main",
+            "So {s} got bumped up at work, what's the project they're steering now?",
+        ),
+        ("single", "main", "{s} moved up at work, right? what's their new role called?"),
+        (
+            "single",
+            "main",
+            "i wanna congradulate {s} properly, what did they get given at work, like the new "
+            "title?",
+        ),
+        ("inference", "main", "things going well for {s} at work? I think they had some good news"),
+        (
+            "inference",
+            "main",
+            "did {s} get a step up in their career recently or am I thinking of someone else?",
+        ),
+        ("temporal", "main", "when did {s} get moved up at work, roughly?"),
+        ("temporal", "main", "when was it {s} got that step up at their job?"),
+    ],
+    "talk": [
+        ("single", "main", "Where's {s} doing their big speech thing, which event was it?"),
+        ("single", "main", "whats the topic of {s}'s presentation? I should ask them about it"),
+        ("single", "main", "so {s} got picked to speak at some event, which one was it?"),
+        ("single", "date", "How long till {s} has to get up on stage for that thing?"),
+        (
+            "single",
+            "date",
+            "remind me how far off {s}'s speaking slot is, like how many weeks?",
+        ),
+        ("single", "after", "Did {s}'s big presentation go ok in the end? I never asked"),
+        (
+            "single",
+            "after",
+            "I forgot to ask {s}, did the speech go down well? they were so nervous",
+        ),
+        (
+            "multi",
+            "main+after",
+            "So the whole {s} conference thing, where was it and how'd it go on the day?",
+        ),
+        (
+            "multi",
+            "main+after",
+            "can you catch me up on {s} and the stage thing, getting picked and then how it went",
+        ),
+        (
+            "inference",
+            "main",
+            "does {s} ever speak in front of crowds, like at events? I need someone to help me "
+            "prep",
+        ),
+        (
+            "inference",
+            "main",
+            "is {s} the kind of person who gets up and talks to a room full of people?",
+        ),
+    ],
+    "apartment": [
+        (
+            "single",
+            "main",
+            "what was the problem at {s}'s new place again? something kept going wrong I think",
+        ),
+        ("single", "main", "{s} was moaning about their rental, what's actually wrong with it?"),
+        ("single", "main", "who's {s}'s landlord again, the one who never replies?"),
+        (
+            "single",
+            "update",
+            "did {s}'s landlord ever actually deal with it, and what'd they end up doing?",
+        ),
+        ("single", "update", "so is {s}'s flat thing fixed now? how did they fix it"),
+        (
+            "multi",
+            "main+update",
+            "ok so {s}'s place, the thing that was wrong with it, can you give me the whole "
+            "story, what it was and how it got fixed?",
+        ),
+        (
+            "multi",
+            "main+update",
+            "catch me up on {s}'s housing drama from the begining, like what broke and what "
+            "happened after",
+        ),
+        ("inference", "main", "is {s} having a rough time with where they live?"),
+        (
+            "inference",
+            "main",
+            "does {s} have a nightmare landlord or is that someone else I know?",
+        ),
+        (
+            "temporal",
+            "update",
+            "back in {month} I think {s} finally had someone come round to fix their place, what "
+            "did they do?",
+        ),
+        (
+            "temporal",
+            "update",
+            "what got sorted at {s}'s place {ago} or so? the repair thing",
+        ),
+        (
+            "temporal",
+            "update",
+            "sometime around {mon} {year}, {s} said their place finally got seen to, what was "
+            "done?",
+        ),
+    ],
+    "podcast": [
+        ("single", "main", "{s} and some friend started recording a show, what's it called again?"),
+        (
+            "single",
+            "main",
+            "who does {s} do their podcast with? I can never remember the name",
+        ),
+        ("single", "main", "whats {s}'s show even about? like the subject"),
+        ("inference", "main", "Is {s} into making their own content or anything like that?"),
+        (
+            "inference",
+            "main",
+            "has {s} got some creative side thing, like recording stuff for people to listen to?",
+        ),
+        ("temporal", "main", "When did {s} kick off their show with their mate? a while back?"),
+        ("temporal", "main", "roughly when did {s}'s podcast thing start up?"),
+    ],
+    "camping": [
+        ("single", "main", "{s} bought some pricey gear for a trip, what was it?"),
+        (
+            "single",
+            "main",
+            "so what did {s} blow all that cash on for sleeping out in the hills?",
+        ),
+        ("single", "main", "where's {s} going to camp, some national park?"),
+        ("inference", "main", "is {s} going off roughing it somewhere soon? I think they said"),
+        (
+            "inference",
+            "main",
+            "would {s} have kit I could borrow if I go sleeping outside?",
+        ),
+    ],
+    "school_event": [
+        ("single", "main", "so {s}'s {kid_rel} had that {event} thing, how did {kid} do?"),
+        ("single", "main", "how did little {kid} do at the {event}? {s} told me but I forgot"),
+        (
+            "inference",
+            "main",
+            "does {s} have little ones around, like kids in the family who are still at school?",
+        ),
+        (
+            "inference",
+            "main",
+            "has {s} got a kid in their life they go and watch at school things?",
+        ),
+    ],
+    "tax": [
+        (
+            "single",
+            "main",
+            "how much did the taxman reckon {s} owed them? it was a scary number",
+        ),
+        (
+            "single",
+            "main",
+            "{s} got some awful letter about money owed, how much was it for?",
+        ),
+        (
+            "single",
+            "update",
+            "so {s}'s tax thing, what did they actually end up having to pay?",
+        ),
+        ("single", "update", "did {s}'s tax drama get sorted? what was the final figure"),
+        (
+            "multi",
+            "main+update",
+            "what's the full story with {s} and the HMRC letter? I know it got sorted eventually",
+        ),
+        (
+            "multi",
+            "main+update",
+            "can you remind me of the whole {s} taxes thing, the scary amount and how it ended?",
+        ),
+        ("inference", "main", "has {s} been stressed about money stuff at all?"),
+        ("inference", "main", "has {s} had a nasty surprise in the post, money-wise?"),
+        (
+            "temporal",
+            "main",
+            "when did {s} get that horrible letter from the tax people, roughly?",
+        ),
+        (
+            "temporal",
+            "main",
+            "how long ago was {s}'s tax letter drama, like what time of year?",
+        ),
+    ],
+    "recipe": [
+        ("single", "main", "what does {elder} sneak into the {dish}? {s} told me but I forget"),
+        (
+            "single",
+            "main",
+            "so {s} finally got the family {dish} recipe out of {elder}, what's the trick to it?",
+        ),
+        ("single", "main", "whose recipe did {s} finally get on paper? the {dish} one"),
+        ("inference", "main", "is {s} into keeping old family food traditions going?"),
+        ("inference", "main", "does {s} cook stuff that's been handed down in the family?"),
+    ],
+    "chess": [
+        ("single", "main", "how'd {s} do at that chess thing, did they place?"),
+        (
+            "single",
+            "main",
+            "what position did {s} finish in the chess comp? I know it was out of loads of people",
+        ),
+        ("single", "main", "which chess tournement did {s} play in, the weekend one?"),
+    ],
+    "lost_item": [
+        ("single", "main", "{s} couldn't find something important for ages, what was it?"),
+        ("single", "main", "what did {s} lose that had them tearing the house apart?"),
+        (
+            "single",
+            "update",
+            "did {s}'s {item} ever show up in the end? where was it hiding?",
+        ),
+        ("single", "update", "where'd {s} find their {item} in the end, somewhere wierd?"),
+        (
+            "multi",
+            "main+update",
+            "what's the deal with {s} and the {item}, like the whole thing, losing it and then "
+            "finding it?",
+        ),
+        (
+            "multi",
+            "main+update",
+            "give me the full story of {s}'s {item} going missing and coming back",
+        ),
+        ("temporal", "main", "when did {s}'s {item} go walkabout? feels like ages ago"),
+        ("temporal", "main", "roughly when was {s} panicking about their {item}?"),
+    ],
+    "phone": [
+        ("single", "main", "what kind of mobile did {s} end up going for?"),
+        (
+            "single",
+            "main",
+            "why did {s} ditch their old mobile? something happened to it I think",
+        ),
+        (
+            "single",
+            "main",
+            "so {s} got a new phone, which one? the camera's meant to be amazing",
+        ),
+        ("inference", "main", "any new toys for {s} lately, like techy stuff?"),
+        ("inference", "main", "has {s} splashed out on anything electronic lately?"),
+    ],
+    "grandparent": [
+        (
+            "single",
+            "main",
+            "how old is {s}'s {elder_rel} now? I know they just had a big birthday",
+        ),
+        (
+            "single",
+            "main",
+            "where did {s}'s family have {elder}'s do? some club or something?",
+        ),
+        (
+            "single",
+            "main",
+            "remind me what age {elder} hit, {s} was telling me about the birthday",
+        ),
+        (
+            "inference",
+            "main",
+            "does {s} still have a really old relative around? I think someone hit a big number",
+        ),
+        ("inference", "main", "are any of {s}'s family really getting on a bit, age-wise?"),
+        ("temporal", "main", "when was {elder}'s big birthday thing that {s} went to?"),
+        (
+            "temporal",
+            "main",
+            "roughly when did {s}'s {elder_rel} have their birthday knees-up?",
+        ),
+    ],
+    "exhibition": [
+        (
+            "single",
+            "main",
+            "where's {s}'s picture show going to be? they invited me to the opening",
+        ),
+        (
+            "single",
+            "main",
+            "what are {s}'s pictures of, the ones going up on a wall somewhere?",
+        ),
+        ("single", "main", "so {s}'s got an exibition coming up, where is it?"),
+        (
+            "inference",
+            "main",
+            "does {s} do camera stuff semi-professionally or just for fun?",
+        ),
+        (
+            "inference",
+            "main",
+            "is {s} an arty type, like the type who gets their work shown?",
+        ),
+    ],
+    "donation": [
+        ("single", "main", "what cause did {s} chip in to instead of treating themselves?"),
+        (
+            "single",
+            "main",
+            "how much did {s} hand over to that charity, and which one was it?",
+        ),
+        ("inference", "main", "does {s} ever chuck money at worthy causes?"),
+        ("inference", "main", "is {s} the type to give stuff away to help people out?"),
+    ],
+    "appointment": [
+        (
+            "single",
+            "main",
+            "has {s} got a date for the {thing} yet or are they still putting it off?",
+        ),
+        (
+            "single",
+            "main",
+            "quick one, when's {s} seeing the {alt}? they kept saying they'd book it",
+        ),
+        (
+            "single",
+            "main",
+            "did {s} ever finally get the {thing} in the calender? what day",
+        ),
+    ],
+    "pottery": [
+        ("single", "main", "what was {s}'s first creation at the ceramics thing?"),
+        ("single", "main", "what night is {s}'s clay class, I wanted to invite them out"),
+        ("single", "main", "where does {s} go for their pottery sessions, some studio?"),
+        ("inference", "main", "has {s} got a messy creative hobby going?"),
+        ("inference", "main", "is {s} doing any kind of making-things hobby these days?"),
+    ],
+    "jury": [
+        ("single", "main", "which court did {s} have to go to for the jury thing?"),
+        ("single", "main", "where's {s} doing their civic duty, the trial stuff?"),
+        ("inference", "main", "was {s} stuck doing something for the courts recently?"),
+        (
+            "inference",
+            "main",
+            "has {s} had to do any official duties, like the legal kind, lately?",
+        ),
+        ("temporal", "main", "when was {s} on that jury, roughly?"),
+        (
+            "temporal",
+            "main",
+            "when did {s} get called in to sit on a jury? ages ago?",
+        ),
+    ],
+    "quiz": [
+        ("single", "main", "what's {s}'s trivia team called? I know it's a pun"),
+        ("single", "main", "which pub did {s} win that quiz night at?"),
+        (
+            "single",
+            "main",
+            "{s}'s lot won something at a quiz, what did they call themselves?",
+        ),
+        ("inference", "main", "is {s} a bit of a brainbox when it comes to trivia?"),
+        ("inference", "main", "would {s} be good to have on my team for a quiz night?"),
+    ],
+    "tv": [
+        ("multi", "all", "what's {s} been watching nonstop lately? I need recommendations"),
+        ("multi", "all", "remind me what series {s} told me to watch, there were a few"),
+        ("multi", "all", "{s} is always going on about some telly, what shows were they?"),
+        (
+            "temporal",
+            "month",
+            "what was {s} watching back in {month} {year}, some series they couldn't put down?",
+        ),
+        ("temporal", "month", "sometime around {mon} {year} {s} got into a show, what was it?"),
+        ("temporal", "ago", "{s} was raving about some telly thing {ago} or so, what was it?"),
+        ("temporal", "ago", "which show was {s} obsessed with, {ago} give or take?"),
+    ],
+    "restaurant": [
+        ("multi", "all", "where's {s} been eating out lately? I want some new places"),
+        (
+            "multi",
+            "all",
+            "so {s} has tried a bunch of restaurants, which ones? I need ideas for a date night",
+        ),
+        (
+            "multi",
+            "all",
+            "which resturants has {s} been to? they always know the good spots",
+        ),
+        (
+            "single",
+            "favourite",
+            "what's {s}'s number one place to eat, the one they keep going back to?",
+        ),
+        (
+            "single",
+            "favourite",
+            "where would {s} take me if I asked for their top food spot?",
+        ),
+        (
+            "temporal",
+            "month",
+            "sometime around {month} {year} {s} went out for dinner somewhere, where was it?",
+        ),
+        ("temporal", "month", "where did {s} eat back in {mon} {year}? I think they liked it"),
+        ("temporal", "ago", "where did {s} go for food {ago} or so?"),
+        ("temporal", "ago", "what was the place {s} went to for a meal {ago}, roughly?"),
+    ],
+    "birds": [
+        (
+            "multi",
+            "all",
+            "{s} keeps telling me about birds they've seen, which ones were they?",
+        ),
+        ("multi", "all", "remind me which birds {s} got to see, they were so chuffed"),
+        ("inference", "all", "is {s} into twitching, like properly?"),
+        ("inference", "all", "does {s} like nature stuff, like looking out for wildlife?"),
+        (
+            "temporal",
+            "month",
+            "what bird did {s} get all excited about back in {month} {year}?",
+        ),
+        ("temporal", "month", "around {mon} {year}, {s} saw some bird, which was it?"),
+        ("temporal", "ago", "{s} saw some bird {ago} or so I think, what was it?"),
+        ("temporal", "ago", "which bird had {s} all giddy {ago}?"),
+    ],
+    "boardgame": [
+        ("multi", "all", "what does {s} play when people come over? like the table games"),
+        (
+            "multi",
+            "all",
+            "which games has {s} had out on their game nights, I wanna buy one",
+        ),
+        ("inference", "all", "does {s} have people round a lot for evenings in?"),
+        ("inference", "all", "is {s} big on nights in with friends, playing stuff?"),
+        (
+            "temporal",
+            "month",
+            "{s} had friends over to play something around {month} {year}, which game?",
+        ),
+        (
+            "temporal",
+            "month",
+            "what game did {s} and co have on the go back in {mon} {year}?",
+        ),
+        ("temporal", "ago", "what did {s} and co play {ago} or so?"),
+        (
+            "temporal",
+            "ago",
+            "{s} had a games evening {ago}, give or take, what was it they played?",
+        ),
+    ],
+    "swimming": [
+        ("multi", "all", "where's {s} been going in the water, the freezing outdoor stuff?"),
+        ("multi", "all", "where all has {s} jumped in outdoors? I wanna try one"),
+        (
+            "inference",
+            "all",
+            "is {s} one of those people who jumps in freezing water for fun?",
+        ),
+        (
+            "inference",
+            "all",
+            "does {s} do much outdoorsy exercise, like in lakes and the sea?",
+        ),
+        ("temporal", "month", "where'd {s} go in the water around {month} {year}?"),
+        (
+            "temporal",
+            "month",
+            "back in {mon} {year} {s} went for a swim somewhere chilly, where was that?",
+        ),
+        ("temporal", "ago", "{s} went for a chilly swim {ago} or so, where was that?"),
+        ("temporal", "ago", "where was {s} splashing about, {ago} or thereabouts?"),
+    ],
+}
+assert set(SPOKEN_QUESTIONS) == set(QUESTIONS), set(QUESTIONS) ^ set(SPOKEN_QUESTIONS)
+for _kind, _templates in SPOKEN_QUESTIONS.items():
+    # The same facts, asked in the same (kind, roles) as dev: only the wording is new.
+    assert {t[:2] for t in _templates} == {t[:2] for t in QUESTIONS[_kind]["diary-dev"]}, _kind
+    QUESTIONS[_kind]["diary-spoken"] = _templates
+
 _COUNTS = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -2611,7 +3336,8 @@ def _ask(
 def build_diary(seed: int) -> tuple[list[Session], dict[str, list[Question]]]:
     """Sessions (in time order) and questions per batch.
 
-    Returns the sessions and {"diary-dev": [...], "diary-test": [...], "diary-fresh": [...]}.
+    Returns the sessions and {"diary-dev": [...], "diary-test": [...], "diary-fresh": [...],
+    "diary-spoken": [...]}.
     """
     rng = random.Random(seed)
     sessions, facts = _build_archive(rng)
@@ -2622,9 +3348,9 @@ def build_diary(seed: int) -> tuple[list[Session], dict[str, list[Question]]]:
             newest[p.name] = max(newest.get(p.name, s.when), s.when)
     batches: dict[str, list[Question]] = {}
     for batch in BATCHES:
-        # dev and test share the archive's stream, as they always have; diary-fresh, written
-        # later, draws from a stream of its own, so that it changes none of their questions and
-        # none of theirs changes it.
+        # dev and test share the archive's stream, as they always have; diary-fresh and
+        # diary-spoken, written later, each draw from a stream of their own, so that neither
+        # changes any other batch's questions and no other batch changes theirs.
         picks = rng if batch in ("diary-dev", "diary-test") else random.Random(f"{seed}/{batch}")
         asked = _ask(picks, facts, newest, batch)
         for item in asked:
