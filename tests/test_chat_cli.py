@@ -139,6 +139,10 @@ def test_retry_asks_the_last_message_again_without_the_first_answer(
     assert fresh.returncode == 1 and "nothing to ask again" in fresh.stderr
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_reply_and_keeps_the_transcript(
     model_home: Home, scripted: ScriptedServer
 ) -> None:
@@ -152,6 +156,9 @@ def test_ctrl_c_stops_the_reply_and_keeps_the_transcript(
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         cwd=REPO,
+        # Ctrl-C as a terminal delivers it: a run started in the background by a shell
+        # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
+        preexec_fn=_default_sigint,
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("count slowly\n")
