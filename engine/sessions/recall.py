@@ -274,15 +274,8 @@ class Recall:
         return self._first(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (token,))
 
     def _first(self, sql: str, params: tuple[object, ...]) -> bool:
-        if not self.conn.in_transaction():
-            self.conn.begin()
-        driver = self.conn.connection.driver_connection
-        assert driver is not None  # an open SQLAlchemy connection always has one
-        cursor = driver.cursor()
-        try:
-            return cursor.execute(sql, params).fetchone() is not None
-        finally:
-            cursor.close()
+        """Whether a statement of one row at most (``LIMIT 1``) has it."""
+        return bool(self._fetch(sql, params))
 
     def _splits(self, word: str) -> list[tuple[str, ...]]:
         """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
@@ -530,16 +523,18 @@ class Recall:
         rows = map(_Candidate._make, self._fetch(self.rows_sql.format(_id_list(ids))))
         return [_Read(row, _folded(row.head or ""), _folded(row.context or "")) for row in rows]
 
-    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
-        """A statement's rows, straight from the driver's cursor: hundreds of rows a question,
-        and SQLAlchemy's result rows cost more to build than SQLite spends reading them."""
+    def _fetch(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """A statement's rows, straight from the driver's cursor: a seek or hundreds of rows,
+        many times a question, and SQLAlchemy costs more to run a statement and build its rows
+        than SQLite spends answering it. In the connection's transaction, so that every read
+        of one search sees the same snapshot."""
         if not self.conn.in_transaction():
             self.conn.begin()
         driver = self.conn.connection.driver_connection
         assert driver is not None  # an open SQLAlchemy connection always has one
         cursor = driver.cursor()
         try:
-            return list(cursor.execute(sql))
+            return list(cursor.execute(sql, params))
         finally:
             cursor.close()
 

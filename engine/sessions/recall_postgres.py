@@ -76,7 +76,8 @@ class PostgresRecall(Recall):
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+    def _fetch(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        assert not params  # the statements given here are complete (ids formatted in)
         return [tuple(row) for row in self.conn.execute(text(sql))]
 
     def _forms(self, question: Question) -> list[_Form]:
