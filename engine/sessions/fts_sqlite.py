@@ -31,7 +31,8 @@ import functools
 import heapq
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +97,22 @@ def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
             f"EXISTS (SELECT 1 FROM {table} WHERE {table} MATCH :{name} AND rowid = f.rowid)"
         )
     return "(" + " AND ".join(conditions) + ")"
+
+
+@contextmanager
+def driver_cursor(conn: Connection) -> Iterator[sqlite3.Cursor]:
+    """A cursor of SQLite's own driver under an SQLAlchemy connection, for statements run
+    many times a search, where SQLAlchemy would cost more than SQLite spends answering them.
+    In the connection's transaction, so that every read of one search sees one snapshot."""
+    if not conn.in_transaction():
+        conn.begin()
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open SQLAlchemy connection always has one
+    cursor = driver.cursor()
+    try:
+        yield cursor
+    finally:
+        cursor.close()
 
 
 def _token_count(sizes: bytes) -> int:
@@ -348,14 +365,8 @@ class SqliteFullText:
             sql += " LIMIT :budget"
         params.update(walk.params, match=walk.match, budget=budget)
         # Hundreds of rows: straight from the driver's cursor, which returns plain tuples at
-        # a fraction of the cost of building a result row for each. In the connection's
-        # transaction, so that every read of one search sees the same snapshot.
-        if not self.conn.in_transaction():
-            self.conn.begin()
-        driver = self.conn.connection.driver_connection
-        assert driver is not None  # an open SQLAlchemy connection always has one
-        cursor = driver.cursor()
-        try:
+        # a fraction of the cost of building a result row for each.
+        with driver_cursor(self.conn) as cursor:
             if not walk.contains:
                 return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
             # Candidates that hold every trigram, in id order, until ``budget`` of them hold
@@ -369,8 +380,6 @@ class SqliteFullText:
                     if len(found) == budget:
                         break
             return found
-        finally:
-            cursor.close()
 
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order

@@ -50,6 +50,7 @@ from engine.sessions.fts_sqlite import (
     Found,
     SqliteFullText,
     _Walk,
+    driver_cursor,
 )
 from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.irregular import other_forms
@@ -525,18 +526,9 @@ class Recall:
 
     def _fetch(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """A statement's rows, straight from the driver's cursor: a seek or hundreds of rows,
-        many times a question, and SQLAlchemy costs more to run a statement and build its rows
-        than SQLite spends answering it. In the connection's transaction, so that every read
-        of one search sees the same snapshot."""
-        if not self.conn.in_transaction():
-            self.conn.begin()
-        driver = self.conn.connection.driver_connection
-        assert driver is not None  # an open SQLAlchemy connection always has one
-        cursor = driver.cursor()
-        try:
+        many times a question (fts_sqlite.driver_cursor)."""
+        with driver_cursor(self.conn) as cursor:
             return list(cursor.execute(sql, params))
-        finally:
-            cursor.close()
 
     def _narrowed(
         self,
