@@ -464,8 +464,8 @@ class Recall:
         patterns = _patterns(question, forms)
         want = max(PRE_MIN, PRE_PER_RESULT * limit)
         wide_count = max(want, min(WIDE_MAX, WIDE_PER_RESULT * limit))
-        wide = [i for _, i in heapq.nlargest(wide_count, scores)]
-        pre = self._narrowed(patterns, scores, wide, holds, idf, question.weights, want)
+        wide = heapq.nlargest(wide_count, scores)
+        pre = self._narrowed(patterns, wide, holds, idf, question.weights, want)
         if rare and len(question.concepts) > 1:
             chosen, wanted = set(pre), set(rare)
             extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
@@ -533,40 +533,40 @@ class Recall:
     def _narrowed(
         self,
         patterns: list[_Patterns],
-        scores: list[tuple[float, int]],
-        wide: list[int],
+        wide: list[tuple[float, int]],
         holds: dict[int, set[int]],
         idf: list[float],
         weights: Sequence[float],
         want: int,
     ) -> list[int]:
-        """Of the ``wide`` best candidates by their first score, the ``want`` best by that score
-        completed from their text. A walk of a common word stops at its newest matches, so an
-        older candidate is known to hold only what the rarer walks saw, though its text may
-        have the rest: each concept's words and stems as substrings of its head, a guess, but
-        cheap enough (the head alone, no joins) for four times the candidates that are then
-        scored on their text."""
+        """Of the ``wide`` best candidates by their first score (score, id), the ``want`` best
+        by that score completed from their text. A walk of a common word stops at its newest
+        matches, so an older candidate is known to hold only what the rarer walks saw, though
+        its text may have the rest: each concept's words and stems as substrings of its head,
+        a guess, but cheap enough (the head alone, no joins) for four times the candidates
+        that are then scored on their text."""
         if len(wide) <= want:
-            return wide
+            return [i for _, i in wide]
         # A phrase's (a compound's) first stem stands for it.
         needles = [(*p.words, *p.stems, *(stems[0] for stems, _ in p.phrases)) for p in patterns]
         # The first score is what it holds over its length's normalisation: completed, what it
         # holds and what its head adds, over the same.
-        first = {i: score for score, i in scores}
+        first = {i: score for score, i in wide}
+        worth = [idf[k] * weights[k] for k in range(len(patterns))]
         completed = []
-        for i, head in self._fetch(_HEADS.format(_id_list(wide))):
+        for i, head in self._fetch(_HEADS.format(_id_list(first))):
             # Lower case only: folding accents costs ~0.1 ms for a head of non-ASCII text,
             # hundreds of times a question; a word written with its accent is missed here and
             # stays a candidate by its first score.
             folded = (head or "").lower()
             held = holds.get(i, set())
-            base = sum(idf[k] * weights[k] for k in held) or 1.0
+            base = sum(worth[k] for k in held) or 1.0
             gained = sum(
-                idf[k] * weights[k]
+                worth[k]
                 for k, words in enumerate(needles)
                 if k not in held and any(w in folded for w in words)
             )
-            completed.append((first.get(i, 0.0) * (1 + gained / base), i))
+            completed.append((first[i] * (1 + gained / base), i))
         return [i for _, i in heapq.nlargest(want, completed)]
 
     def _rescore(

@@ -321,10 +321,9 @@ class SessionSearch:
             result["note"] = "the query has no searchable words"
             return result
         # Only a question is ranked by meaning: a keyword, a phrase or a substring search
-        # does not wait for new messages to be embedded. (Whether it reads as a question does
-        # not depend on the anchor of its dates, only whether it has any.)
-        # Read for that alone, and only when meaning is asked for: the words read it again,
-        # with the anchor of its dates, inside the snapshot.
+        # does not wait for new messages to be embedded. Read as a question for that alone,
+        # and only when meaning is asked for (whether it reads as one does not depend on the
+        # anchor of its dates); the words read it again, with that anchor, in the snapshot.
         asks = (
             self.semantic
             and order == "relevance"
