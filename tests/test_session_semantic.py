@@ -302,3 +302,22 @@ def test_a_conversation_found_by_meaning_alone_must_be_near(home: Home) -> None:
         "discover", query="Which of my friends owns an animal?"
     )
     assert [c["session_id"] for c in found["results"]] == ["pet"]
+
+
+def test_meanings_nearest_conversation_is_not_drowned_by_many_word_matches(home: Home) -> None:
+    """Eight conversations about a service hold the question's words and one answers it in
+    other words: the answer is among the first three (after the words' best and the one both
+    rankings put second), not after all eight (with an offset of 60 in the fusion it came ninth,
+    out of a five-card result)."""
+    store = SessionStore.open(home, Config())
+    parts = ["cache", "queue", "socket", "session", "cursor", "lock", "token", "buffer"]
+    passing = {
+        f"ops-{i}": [f"The friends endpoint owns its {part} and returns 500.", "Restart it."]
+        for i, part in enumerate(parts)
+    }
+    _fill(store, {**passing, "pet": CONVERSATIONS["pet"]})
+    question = "Which of my friends owns an animal?"
+    words = SessionSearch(store)("discover", query=question, limit=5)
+    assert "pet" not in [c["session_id"] for c in words["results"]]
+    found = SessionSearch(store, semantic=True)("discover", query=question, limit=5)
+    assert "pet" in [c["session_id"] for c in found["results"]][:3]

@@ -43,8 +43,11 @@ BOOKEND = 3
 READ_HEAD, READ_TAIL = 20, 10
 HITS_PER_SESSION = 8  # candidate messages fetched per wanted session, before de-duplication
 # Semantic ranking (engine/sessions/vectors.py): how deep the word ranking goes for fusion, the
-# fusion's rank offset, and the meaning ranking's weight against the words'.
-FUSED_DEPTH, FUSION_K, SEMANTIC_WEIGHT = 20, 60, 0.3
+# fusion's rank offset, and the meaning ranking's weight against the words'. A small offset lets
+# each ranking's first places count for much more than its tail: meaning's nearest conversation
+# can come second to the words' first, not be drowned by twenty word matches (chosen on the
+# development batches of tests/benchmarks/recall.py, docs/benchmarks.md).
+FUSED_DEPTH, FUSION_K, SEMANTIC_WEIGHT = 20, 1, 0.7
 # A conversation found by meaning alone must be at least this close (cosine): the nearest of
 # a small archive may have nothing to do with the question.
 MEANING_FLOOR = 0.2
