@@ -1,7 +1,8 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|diary-dev|diary-test|diary-fresh|diary-spoken|all] [--misses N] [--postgres URL]
+        natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|all]
+        [--misses N] [--postgres URL]
         [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
@@ -34,9 +35,11 @@ other topics, long turns that mix several pieces of news), written in the sixth 
 looking at this one's templates; dev may be tuned on, test is measured only, ``diary-fresh``
 was written after that round's tuning, in phrasings of its own, and ``diary-spoken`` after the
 seventh round's ranking changes, as people say questions aloud, without looking at the ranker
-(measured only). Each prints, for Cairn (``session_search`` discover, limit 5) and for a plain
-FTS5 baseline computed in the same run (porter tokenizer, stopwords dropped, bm25, the 5 best
-turns and their sessions):
+(measured only). ``agent-dev`` and ``agent-test`` (recall_agent.py, ninth round) ask about an
+agent's own sessions with its user, requests and long replies stored without names; dev may be
+tuned on, test is measured only. Each prints, for Cairn (``session_search`` discover, limit 5)
+and for a plain FTS5 baseline computed in the same run (porter tokenizer, stopwords dropped,
+bm25, the 5 best turns and their sessions):
 
 * session@5: an evidence session is among the 5 results;
 * evidence@5: an evidence turn is one of the 5 matched messages (Cairn: each card's match);
@@ -1278,6 +1281,9 @@ def _lexical(q: Question, archive_turns: dict[tuple[str, int], str]) -> bool:
     return bool(words) and words <= have
 
 
+DEVELOPMENT = ("tuning", "diary-dev", "agent-dev")  # the batches whose misses may be read
+
+
 def evaluate(
     archive: Archive, qs: list[Question], cairn: Cairn, baseline: Baseline | None, misses: int
 ) -> dict[str, Tally]:
@@ -1307,7 +1313,7 @@ def evaluate(
         t.b_session += bool({k for k, _ in base} & q.sessions)
         t.b_evidence += bool(set(base) & evidence)
         # Misses are shown for the development batches only: the others are for measuring.
-        if not ok_evidence and shown < misses and q.batch in ("tuning", "diary-dev"):
+        if not ok_evidence and shown < misses and q.batch in DEVELOPMENT:
             shown += 1
             print(f"    miss [{q.kind}] {q.text!r} (session {'ok' if ok_session else 'MISSED'})")
             print(f"       want: {turns[q.evidence[0]][:100]!r}")
@@ -1457,6 +1463,22 @@ def run_diary(
     sessions, by_batch = build_diary(DIARY_SEED)
     archive = Archive(sessions, [])
     title = f"diary archive (seed {DIARY_SEED})"
+    return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
+
+
+AGENT_BATCHES = ("agent-dev", "agent-test")
+
+
+def run_agent(
+    batches: list[str], misses: int, postgres: str | None = None, semantic: bool = False
+) -> dict[str, Tally]:
+    """The batches of recall_agent.py: an agent's own sessions with its user (requests and
+    long replies, stored without names), the kind of history Cairn keeps most."""
+    from recall_agent import AGENT_SEED, build_agent  # type: ignore[import-not-found]
+
+    sessions, by_batch = build_agent(AGENT_SEED)
+    archive = Archive(sessions, [])
+    title = f"agent archive (seed {AGENT_SEED})"
     return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
 
 
@@ -1648,7 +1670,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         default="all",
         help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh, diary-spoken or all",
+        "diary-fresh, diary-spoken, agent-dev, agent-test or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
@@ -1674,6 +1696,9 @@ def main(argv: list[str] | None = None) -> int:
         for batch, (seed, _, echoes) in OWN_ARCHIVE.items():
             results |= run(seed, [batch], args.misses, args.postgres, echoes, args.semantic)
         results |= run_diary(list(DIARY_BATCHES), args.misses, args.postgres, args.semantic)
+        results |= run_agent(list(AGENT_BATCHES), args.misses, args.postgres, args.semantic)
+    elif args.batch in AGENT_BATCHES:
+        results |= run_agent([args.batch], args.misses, args.postgres, args.semantic)
     elif args.batch in DIARY_BATCHES:
         results |= run_diary([args.batch], args.misses, args.postgres, args.semantic)
     else:
