@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from engine.home import Home
 from engine.sessions import maintenance
+from engine.sessions.fts_sqlite import SqliteFullText
 from engine.sessions.irregular import other_forms
 from engine.sessions.query import parse_query
 from engine.sessions.question import (
@@ -24,6 +25,7 @@ from engine.sessions.question import (
     QUESTION_NOUN_WEIGHT,
     read_question,
 )
+from engine.sessions.recall import Recall, only_asks
 from engine.sessions.search import SessionSearch
 from engine.sessions.spelling import other_spellings
 from engine.sessions.store import NewMessage, SessionStore
@@ -512,3 +514,99 @@ def test_a_candidate_the_common_walks_missed_is_chosen_by_its_text(store: Sessio
     found = _ask(store, "What did Ana say about the lighthouse trip?")["results"]
     assert found[0]["session_id"] == "first"
     assert found[0]["match_message_id"] == ids[0]
+
+
+def _agent(store: SessionStore, key: str, day: float, *turns: str) -> list[int]:
+    """A session of an agent with its user, turns as written (no names), user first."""
+    start = ANCHOR - 400 * DAY + day * DAY
+    store.create_session(session_id=key, started_at=start)
+    messages = [
+        NewMessage(role="user" if i % 2 == 0 else "assistant", content=t, timestamp=start + 60 * i)
+        for i, t in enumerate(turns)
+    ]
+    return store.append(key, messages)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_capitalised_word_nobody_speaks_as_is_a_word_of_the_topic(
+    home: Home, backend: str
+) -> None:
+    """In an agent's own sessions "Brightwater" is a project, not a participant: it is the
+    question's rarest word and picks the answer, though "hosted" is in none of it and other
+    replies talk of hosting. Weighed as a name (a third of a word), it lost to them."""
+    store = open_store(backend, home)
+    ids = _agent(
+        store,
+        "deploy",
+        1,
+        "Brightwater is deployed on Fly.io in Frankfurt. Why does the health check fail?",
+        "It probably fires before the app has opened its port: give it a grace period.",
+    )
+    for n in range(8):
+        _agent(
+            store,
+            f"help-{n}",
+            2 + n,
+            f"Which plan should I pick for side project number {n}?",
+            "Most hosting providers offer a free tier, and hosting a small app costs little.",
+        )
+    for n in range(40):  # the rest of a history, about other things
+        _agent(
+            store,
+            f"chat-{n}",
+            12 + n,
+            f"Can you tidy paragraph {n} of my cover letter?",
+            "Here is a shorter version that gets to the point in its first line.",
+        )
+    card = _ask(store, "Where did I say Brightwater is hosted?")["results"][0]
+    assert card["session_id"] == "deploy"
+    assert ids[0] in {m["id"] for m in card["messages"]}
+
+
+def test_a_name_that_speaks_in_the_history_still_counts_as_a_name(store: SessionStore) -> None:
+    """The same question in a chat archive where Dana writes her own turns ("Dana: …"): Dana
+    is a participant, whose name is in every message she wrote, and the topic decides."""
+    for n in range(6):
+        _chat(store, f"dana-{n}", 1 + n, f"Dana: Morning! Coffee number {n} already.", "Eli: Ha.")
+    _chat(store, "bread", 9, "Eli: Dana, I baked sourdough bread today.", "Dana: Send a loaf!")
+    q = _read("What bread did Dana bake?")
+    with store.engine.connect() as conn:
+        weighed = Recall(SqliteFullText(conn)).participants(q)
+    assert [c.weight for c in weighed.concepts] == [c.weight for c in q.concepts]
+    assert _sessions(_ask(store, "What bread did Dana bake?"))[0] == "bread"
+
+
+def test_a_request_that_tells_before_it_asks_is_not_weighed_as_a_question() -> None:
+    """A message that only asks counts for less than the answer that follows it; an agent's
+    user tells the fact and then asks about it, and that message is the evidence."""
+    assert only_asks("Did you ever book the eye test?")
+    assert only_asks("Hey! Did you book it?")
+    assert not only_asks(
+        "I take levothyroxine every morning for my thyroid. Is grapefruit juice fine?"
+    )
+    assert not only_asks("Our rescue greyhound pulls on the lead near cats! Any tips?")
+
+
+def test_the_users_request_with_the_fact_ranks_above_a_passing_mention(
+    store: SessionStore,
+) -> None:
+    """For "Which medicine do I take in the mornings?" the request that says it ends with its
+    own question, and was counted at three quarters for it, below release notes written "this
+    morning" that only share one word."""
+    ids = _agent(
+        store,
+        "meds",
+        1,
+        "I take levothyroxine every morning for my thyroid. Is grapefruit juice fine with it?",
+        "Worth checking with your pharmacist, who can see everything you take.",
+    )
+    for n in range(3):
+        _agent(
+            store,
+            f"release-{n}",
+            2 + n,
+            f"Tagged version 0.{n} this morning. Can you help with the notes? Here they are.",
+            "Here's a tidy version of the notes.",
+        )
+    card = _ask(store, "Which medicine do I take in the mornings?")["results"][0]
+    assert card["match_message_id"] == ids[0]

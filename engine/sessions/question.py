@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from engine.sessions.fulltext import Filters
@@ -143,6 +144,14 @@ def _as_question(
         concepts.append(Concept(term, weight, name=weight == NAME_WEIGHT and single))
     query = Query(tuple(c.term for c in concepts))
     return Question(tuple(concepts), span, query)
+
+
+def as_topic(question: Question, which: Collection[int]) -> Question:
+    """The question with the names at ``which`` weighed as words of the topic, in every form:
+    a capitalised word that nobody in the history speaks as ("Where is Brightwater hosted?")
+    is what the question is about, not who said it."""
+    concepts = tuple(Concept(c.term) if k in which else c for k, c in enumerate(question.concepts))
+    return replace(question, concepts=concepts)
 
 
 def span_first(question: Question, filters: Filters) -> list[Filters]:

@@ -17,8 +17,10 @@ more is known: a weighted sum of named features (FEATURES: the word as typed or 
 form, in the turn a reply answers, said by the person the question names, near each other, the
 whole phrase, the words of its own a message has…), whose weights are learned on the recall
 benchmark's tuning batch (``tests/benchmarks/recall.py --train``) and committed here. A
-message that only asks ("…?") counts for less than the answer that follows it; a participant's
-name counts for a third of a word of the topic (question.py).
+message that only asks ("…?") counts for less than the answer that follows it (one that tells
+something first does not: an agent's user states the fact, then asks); a participant's name
+counts for a third of a word of the topic (question.py), and a capitalised word that nobody in
+the history speaks as ("Brightwater", a project) as a word of the topic.
 
 Then whole conversations are ranked: the best message, plus a share of the weight of each
 concept that the best message lacks and another message of the conversation has, a share of
@@ -56,7 +58,7 @@ from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.irregular import other_forms
 from engine.sessions.pairs import PhraseCheck
 from engine.sessions.query import WORD, fold
-from engine.sessions.question import Question, span_first
+from engine.sessions.question import Question, as_topic, span_first
 from engine.sessions.spelling import other_spellings
 from engine.sessions.words import FILLER, stem
 
@@ -71,6 +73,10 @@ RARE_EXTRA = 16
 POSITIONS = 16  # of a concept's places in a message, those kept for proximity
 EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
 ASKING = 0.75  # a message that asks, beside one that tells
+# A message that ends in a question but first says this many words or more tells something:
+# "I take levothyroxine every morning for my thyroid. Is grapefruit juice fine?" is the
+# request of an agent's user, and the fact is in it. "Hey! Did you book it?" only asks.
+TOLD_WORDS = 6
 # A reply to a question has the question's words at the weight the question has them: the
 # answer is what the asking was about.
 ANSWER = ASKING
@@ -79,6 +85,9 @@ NAME_IN_SESSION = 0.65  # the rest of a name's weight, when its conversation has
 # as imported group chats write each turn: the name counts this many times more there.
 SPEAKER = 2.0
 NAMED = 30  # conversations checked for the names of a question
+# A name's newest messages, read to tell a participant (who opens messages as ``Name: …``) from
+# a capitalised word of the topic (a project, a place): one of them said by it is enough.
+SPEAKER_SAMPLE = 8
 PROXIMITY = 0.3
 PHRASE = 0.5  # the share of a message's score added when it holds the whole query as typed
 NEAR, CHARS_PER_WORD = 4, 6.0  # words apart that still count as near
@@ -157,6 +166,10 @@ _SESSION_SPANS = text(
     "SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN :sids "
     "GROUP BY session_id"
 ).bindparams(bindparam("sids", expanding=True))
+_NEWEST_HEADS = (
+    "SELECT substr(content, 1, 40) FROM messages WHERE id IN (SELECT rowid FROM messages_fts "
+    "WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
+)
 _HOLDS_IN_RANGE = (
     f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1"
 )
@@ -358,7 +371,28 @@ class Recall:
             walks.append(mine)
         return walks
 
+    def participants(self, question: Question) -> Question:
+        """The question with each name that nobody in the history speaks as weighed as a word
+        of the topic. A name counts for a third of a word because a participant's name is in
+        every message they wrote ("Caroline: …", as imported chats are written); in an agent's
+        own sessions, or any history whose messages carry no names, a capitalised word
+        ("Brightwater", "Lisbon") is what the question is about, and often its rarest word."""
+        topic = [
+            k
+            for k, c in enumerate(question.concepts)
+            if c.name and not self._speaks(fold(c.term.words[0]))
+        ]
+        return as_topic(question, topic) if topic else question
+
+    def _speaks(self, name: str) -> bool:
+        """Whether any of the newest messages that hold ``name`` is said by it."""
+        return any(_speaker(_folded(head)) == name for head in self._newest_heads(name))
+
+    def _newest_heads(self, word: str) -> list[str]:
+        return [str(r[0]) for r in self._fetch(_NEWEST_HEADS, (f'"{word}"', SPEAKER_SAMPLE))]
+
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
+        question = self.participants(question)
         forms = self._forms(question)
         walks = self._walks(question, forms, bool(filters.roles))
         return self._in_rounds(
@@ -662,10 +696,11 @@ class Recall:
             if matched:
                 f[_NEWS] = news_worth * _news(folded, seen) / NEWS_CAP
             score = sum(map(operator.mul, self.weights, f))
-            if row.asks:
+            asks = bool(row.asks) and only_asks(row.head or "")
+            if asks:
                 score *= ASKING
             if self.observer is not None:
-                recorded.append((row.id, (*f, float(bool(row.asks)))))
+                recorded.append((row.id, (*f, float(asks))))
             topical = any(k not in names for k in matched)
             out.append(
                 _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical)
@@ -720,6 +755,16 @@ NEWS_CHARS, NEWS_CAP = 200, 8  # of a message's head, its words of its own count
 # Punctuation and digits to spaces (an apostrophe too: "don't" is "don" and "t", as the
 # filler list has them).
 _NOT_LETTERS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’“”…", " "))
+
+
+_SENTENCE_END = re.compile(r"[.!?…](?=\s)")
+
+
+def only_asks(text: str) -> bool:
+    """Whether a message that ends in a question mark does nothing but ask: fewer than
+    TOLD_WORDS words before its last sentence."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text.rstrip())]
+    return not ends or len(WORD.findall(text[: ends[-1]])) < TOLD_WORDS
 
 
 def _news(folded: str, seen: set[str]) -> int:

@@ -24,6 +24,7 @@ from engine.sessions.question import Concept, Question
 from engine.sessions.recall import (
     FEW,
     SCAN_CHARS,
+    SPEAKER_SAMPLE,
     B,
     Ranked,
     Recall,
@@ -93,7 +94,20 @@ class PostgresRecall(Recall):
             forms.append(form)
         return forms
 
+    def _newest_heads(self, word: str) -> list[str]:
+        if not word.isalnum():
+            return []
+        rows = self.conn.execute(
+            text(
+                "SELECT left(content, 40) FROM messages "
+                f"WHERE search @@ to_tsquery('{CONFIG}', :q) ORDER BY id DESC LIMIT :n"
+            ),
+            {"q": word, "n": SPEAKER_SAMPLE},
+        )
+        return [str(r[0]) for r in rows]
+
     def rank(self, question: Question, filters: Filters, limit: int) -> list[Ranked]:
+        question = self.participants(question)
         forms = self._forms(question)
         queries = [_tsquery(c, f) for c, f in zip(question.concepts, forms, strict=True)]
         return self._in_rounds(
