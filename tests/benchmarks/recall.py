@@ -1,7 +1,8 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|all]
+        natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
+        all]
         [--misses N] [--postgres URL]
         [--semantic] [--train]
 
@@ -37,7 +38,8 @@ was written after that round's tuning, in phrasings of its own, and ``diary-spok
 seventh round's ranking changes, as people say questions aloud, without looking at the ranker
 (measured only). ``agent-dev`` and ``agent-test`` (recall_agent.py, ninth round) ask about an
 agent's own sessions with its user, requests and long replies stored without names; dev may be
-tuned on, test is measured only. Each prints, for Cairn (``session_search`` discover, limit 5)
+tuned on, test is measured only, and ``agent-fresh`` was written after the ranking changes
+chosen on dev (measured only). Each prints, for Cairn (``session_search`` discover, limit 5)
 and for a plain FTS5 baseline computed in the same run (porter tokenizer, stopwords dropped,
 bm25, the 5 best turns and their sessions):
 
@@ -1466,7 +1468,7 @@ def run_diary(
     return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
 
 
-AGENT_BATCHES = ("agent-dev", "agent-test")
+AGENT_BATCHES = ("agent-dev", "agent-test", "agent-fresh")
 
 
 def run_agent(
@@ -1670,7 +1672,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         default="all",
         help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh, diary-spoken, agent-dev, agent-test or all",
+        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(

@@ -16,12 +16,14 @@ turns say a fact's words of someone else ("My sister's dog is a greyhound too").
 
 Turns are stored as written, with no speaker's name: the role says who speaks.
 
-Two batches, both written before any ranking was tuned on this archive, each from its own
+Two batches were written before any ranking was tuned on this archive, each from its own
 templates: ``agent-dev`` (the user asking, first person: "Where did I say Larkspur is
 hosted?"; may be tuned on and its misses read) and ``agent-test`` (as an agent words a search
-for its user: third person, terse, or about the general idea; measured only). Each has the four
-kinds of question: single, multi (a fact over several sessions), temporal (a month and year,
-a span counted back, "when did…") and inference.
+for its user: third person, terse, or about the general idea; measured only). A third,
+``agent-fresh``, was written after the ranking changes chosen on agent-dev, without running
+them: an agent thinking aloud before it acts, yes/no checks, loose dates (measured only). Each
+has the four kinds of question: single, multi (a fact over several sessions), temporal (a
+month and year, a span counted back, "when did…") and inference.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ else:
     from recall import MONTHS, Question, Session, Turn, _ago  # type: ignore[import-not-found]
 
 AGENT_SEED = 211
-BATCHES = ("agent-dev", "agent-test")
+BATCHES = ("agent-dev", "agent-test", "agent-fresh")
 SESSIONS = 220
 START = datetime(2025, 1, 6, 9, 30, tzinfo=UTC)
 USER, ASSISTANT = "user", "assistant"
@@ -835,6 +837,95 @@ SERIES: dict[str, dict[str, list[tuple[str, str]]]] = {
 }
 
 
+# Written after the ninth round's ranking changes (chosen on agent-dev), without running them:
+# an agent thinking aloud before it acts, yes/no checks of what it believes, and loose dates.
+FRESH: dict[str, list[tuple[str, str]]] = {
+    "hosting": [
+        ("single", "Before suggesting a CDN: which data centre does {project} live in?"),
+        ("single", "Is {project} on a managed platform or our own servers?"),
+    ],
+    "database": [
+        ("single", "Is {project} still on the database it launched with?"),
+        ("inference", "Does {project} need a database server running beside it?"),
+    ],
+    "runner": [
+        ("single", "Check what the {project} suite runs under before I write a new test"),
+        ("inference", "Were the {project} tests ever too slow to bear?"),
+    ],
+    "retry": [
+        ("single", "How long does {project} wait before the first webhook retry?"),
+        ("inference", "What happens to a {project} webhook that keeps failing?"),
+    ],
+    "diet": [
+        ("single", "Planning a dinner party for the user: what is off the menu for {partner}?"),
+        ("inference", "Does the user's partner have an allergy or intolerance?"),
+    ],
+    "school": [
+        ("single", "When does {kid} start school, and where?"),
+        ("inference", "Is the user a parent of a young child?"),
+    ],
+    "dog": [
+        ("single", "Is {name} a cat or a dog?"),
+        ("inference", "Would the user need a pet sitter when travelling?"),
+    ],
+    "injury": [
+        ("single", "Before suggesting a workout: which joint is the user nursing?"),
+        ("inference", "Does the user see a physiotherapist?"),
+    ],
+    "car": [
+        ("single", "Which month is the {model} booked in for its test?"),
+        ("inference", "Does the user have a car to get to the airport?"),
+    ],
+    "mortgage": [
+        ("single", "What percentage was on the table for the new fix?"),
+        ("inference", "Is the user's home loan about to change?"),
+    ],
+    "language": [
+        ("single", "Is the user learning Spanish or something else?"),
+        ("inference", "Would the user like a podcast in another language?"),
+    ],
+    "newsletter": [
+        ("single", "On which weekday does {name} go out?"),
+        ("inference", "Does the user publish anything?"),
+    ],
+    "medication": [
+        ("single", "Is the user on any pills for their {condition}?"),
+        ("inference", "Does the user take medication every day?"),
+    ],
+    "birthday": [
+        ("single", "Shopping for {who}: what has she asked for?"),
+        ("inference", "Which relative of the user wants a present soon?"),
+    ],
+    "backup": [
+        ("single", "Does anything copy the photo library off the laptop?"),
+        ("inference", "Where would the user restore lost pictures from?"),
+    ],
+    "release": [
+        ("multi", "every {project} version tagged so far"),
+        ("temporal", "Which {project} release went out around {month} {year}?"),
+        ("temporal", "Roughly when was {version} of {project} tagged?"),
+    ],
+    "outage": [
+        ("multi", "Has {project} ever been down, and why?"),
+        ("temporal", "the {project} incident about {ago}"),
+    ],
+    "race": [
+        ("multi", "Has the user done any organised runs?"),
+        ("temporal", "How fast was the user's run around {month} {year}?"),
+    ],
+    "book": [
+        ("multi", "Titles the user has read and liked"),
+        ("temporal", "What had the user just finished reading around {month} {year}?"),
+    ],
+}
+
+
+def _templates(kind: str, batch: str) -> list[tuple[str, str]]:
+    if batch == "agent-fresh":
+        return FRESH[kind]
+    return (SINGLE | SERIES)[kind][batch]
+
+
 def questions(archive: AgentArchive, batch: str) -> list[Question]:
     newest = max(s.when for s in archive.sessions)
     out: list[Question] = []
@@ -843,14 +934,14 @@ def questions(archive: AgentArchive, batch: str) -> list[Question]:
         if p.fact.series:
             series.setdefault(p.fact.series, []).append(p)
             continue
-        for kind, template in SINGLE[p.fact.kind][batch]:
+        for kind, template in _templates(p.fact.kind, batch):
             out.append(
                 Question(batch, kind, template.format(**p.fact.slots), [p.where], p.fact.kind)
             )
     for name in sorted(series):
         members = series[name]
         every = [p.where for p in members]
-        for kind, template in SERIES[members[0].fact.kind][batch]:
+        for kind, template in _templates(members[0].fact.kind, batch):
             if kind == "multi":
                 text = template.format(**members[0].fact.slots)
                 out.append(Question(batch, kind, text, every, members[0].fact.kind))
