@@ -321,3 +321,67 @@ def test_meanings_nearest_conversation_is_not_drowned_by_many_word_matches(home:
     assert "pet" not in [c["session_id"] for c in words["results"]]
     found = SessionSearch(store, semantic=True)("discover", query=question, limit=5)
     assert "pet" in [c["session_id"] for c in found["results"]][:3]
+
+
+LONG_WEEK = (
+    "Sorry for the essay, it has been quite a week. The boiler broke on Monday and the engineer "
+    "could not come until Thursday, so we lived in coats. Work was relentless too, three "
+    "releases and a migration that ran all night. On Saturday we finally adopted a puppy from "
+    "the shelter, a scruffy terrier called Biscuit. My sister is visiting next month and wants "
+    "to see the new gallery. Anyway, how was your week?"
+)
+NEAR_MISSES = [
+    "Our neighbour's cat knocked a plant off the windowsill again.",
+    "I watched a documentary about wolves last night.",
+    "We walked along the river and fed the ducks.",
+]
+
+
+def _week(store: SessionStore) -> int:
+    _fill(store, {f"other-{n}": [t] for n, t in enumerate(NEAR_MISSES)})
+    store.create_session(session_id="week", source="cli", title=None, started_at=1.8e9)
+    return store.append("week", [NewMessage(role="user", content=LONG_WEEK, timestamp=1.8e9)])[0]
+
+
+def test_one_piece_of_news_in_a_long_message_is_near_a_question_about_it(home: Home) -> None:
+    """A turn of six sentences, one of them about a puppy: its whole vector, an average of a
+    boiler, work, a puppy and a sister, is further from "Did they get a new dog?" than a line
+    about wolves; its vector of those two sentences is the nearest of all."""
+    store = open_store("sqlite", home)
+    week = _week(store)
+    VectorIndex(store.engine, store.writer).catch_up()
+    assert len(_vectors(store)[week]) == 4 * 2 * meaning.DIMENSIONS  # the whole and 3 windows
+    with store.engine.connect() as conn:
+        hits = VectorIndex(store.engine).nearest(conn, "Did they get a new dog?", Filters())
+    assert hits[0].message_id == week
+    assert len({h.message_id for h in hits}) == len(hits)  # once each, at its nearest
+
+
+def test_embed_again_replaces_the_vectors_written_one_a_message(
+    home: Home, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database embedded before windows holds one vector a message: it is still read (the
+    long turn is found, though not first), and `cairn sessions embed --again` embeds every
+    message anew, after which the long turn comes first."""
+    store = SessionStore.open(home, Config())
+    week = _week(store)
+    index = VectorIndex(store.engine, store.writer)
+    index.catch_up()
+    with store.engine.begin() as conn:  # as an earlier Cairn wrote it: the whole only
+        whole = meaning.encoder().encode([LONG_WEEK]).astype(np.float16).tobytes()
+        conn.execute(
+            text("UPDATE message_vectors SET vector = :v WHERE message_id = :id"),
+            {"v": whole, "id": week},
+        )
+    with store.engine.connect() as conn:
+        hits = VectorIndex(store.engine).nearest(conn, "Did they get a new dog?", Filters())
+    assert hits[0].message_id != week and week in {h.message_id for h in hits}
+    root = ["--home", str(home.root), "--json", "sessions", "embed"]
+    assert cairn_main(root) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"] == 0  # nothing was missing
+    assert cairn_main([*root, "--again"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"] == 1 + len(NEAR_MISSES)
+    assert len(_vectors(store)[week]) == 4 * 2 * meaning.DIMENSIONS
+    with store.engine.connect() as conn:
+        hits = VectorIndex(store.engine).nearest(conn, "Did they get a new dog?", Filters())
+    assert hits[0].message_id == week

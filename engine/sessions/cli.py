@@ -108,6 +108,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     embed.add_argument(
         "--limit", "-n", type=int, help="embed at most this many, newest first (default: all)"
     )
+    embed.add_argument(
+        "--again",
+        action="store_true",
+        help="embed every message anew, replacing its vectors (after an upgrade of how)",
+    )
 
     importing = command("import", "import sessions from a JSONL file or a Hermes Agent home")
     importing.add_argument("file", nargs="?", help="JSONL file, one session a line ('-' = stdin)")
@@ -493,7 +498,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
         if shown:
             print(f"\r  {done:,} messages embedded", end="", file=sys.stderr, flush=True)
 
-    done = VectorIndex(store.engine, store.writer).catch_up(args.limit, progress)
+    done = VectorIndex(store.engine, store.writer).catch_up(args.limit, progress, args.again)
     if shown:
         print(file=sys.stderr)
     seconds = time.perf_counter() - started

@@ -7,15 +7,19 @@ either all of it (``cairn sessions embed``) or a few at a time before a search, 
 conversation's latest turns are findable by meaning at once while an imported archive is left
 to the command.
 
-They are stored as float16 (768 bytes a message). Each process keeps those it has read in
-memory as float32 (1.5 KB a message: 154 MB for 10^5 messages), as a product over float16 is
-ten times slower in NumPy, and reads only the rows past the newest it holds on each search; a
-nearest search is one product over them, and its best few hundred are looked up with the
+A message has one vector for the whole and, when it has more than one sentence, one for each
+two sentences (up to four more, ``_texts``), all in its one row, so a message is as near as its
+nearest part. They are stored as float16 (768 bytes a vector). Each process keeps those it
+has read in memory as float32 (1.5 KB a vector: 1.2 to 2.5 vectors a message in the recall
+benchmark's archives, 180 to 380 MB for 10^5 messages), as a product over float16 is ten times
+slower in NumPy, and reads only the rows past the newest it holds on each search; a nearest
+search is one product over them, and its best few hundred messages are looked up with the
 search's filters, and scored again on their stored vectors, in one statement.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +28,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine, bindparam, text
 
 from engine.sessions.fulltext import Filters, Hit
-from engine.sessions.meaning import DIMENSIONS, encoder
+from engine.sessions.meaning import DIMENSIONS, MAX_CHARS, encoder
 
 EMBEDDED_ROLES = ("user", "assistant")
 SHORT_REPLY, CONTEXT_CHARS = 200, 300  # as the reply contexts of the word index
@@ -37,6 +41,12 @@ _MISSING = text(
     "WHERE p.session_id = m.session_id AND p.id < m.id ORDER BY p.id DESC LIMIT 1) AS previous "
     "FROM messages AS m WHERE m.id > :floor AND NOT EXISTS "
     "(SELECT 1 FROM message_vectors AS v WHERE v.message_id = m.id) ORDER BY m.id DESC LIMIT :n"
+)
+# Every message, newest first, below an id: what ``catch_up(again=True)`` embeds anew.
+_EVERY = text(
+    "SELECT m.id, m.role, m.content, (SELECT p.content FROM messages AS p "
+    "WHERE p.session_id = m.session_id AND p.id < m.id ORDER BY p.id DESC LIMIT 1) AS previous "
+    "FROM messages AS m WHERE m.id < :below ORDER BY m.id DESC LIMIT :n"
 )
 _PUT = text("INSERT INTO message_vectors (message_id, vector) VALUES (:id, :vector)")
 _NEWER = text(
@@ -54,6 +64,28 @@ _REPLACED = text("DELETE FROM message_vectors WHERE message_id IN :ids").bindpar
 
 def _embeddable(role: str, content: str | None) -> bool:
     return role in EMBEDDED_ROLES and bool(content and content.strip())
+
+
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
+MIN_SENTENCE = 12  # characters: "Thanks." or "Yes!" is no piece of news
+WINDOW, MAX_WINDOWS = 2, 4  # sentences a vector, and vectors a message beside the whole
+MAX_VECTORS = 1 + MAX_WINDOWS
+
+
+def _texts(content: str, previous: str | None) -> list[str]:
+    """The texts a message is embedded as: the whole (``_text``) and, when it has more than
+    one sentence, each two sentences of its first eight. A long reply or a turn with several
+    pieces of news is then near a question about one of them, which its whole vector, an
+    average of everything it says, often is not (recall.py's long-turn development batches:
+    docs/benchmarks.md, ninth round)."""
+    whole = _text(content, previous)
+    # Eight sentences are in a message's head: a huge one is not split whole.
+    head = content[:MAX_CHARS].strip()
+    parts = [p for p in _SENTENCE.split(head) if len(p) >= MIN_SENTENCE]
+    if len(parts) <= 1:
+        return [whole]
+    windows = [" ".join(parts[i : i + WINDOW]) for i in range(0, len(parts), WINDOW)]
+    return [whole, *windows[:MAX_WINDOWS]]
 
 
 def _text(content: str, previous: str | None) -> str:
@@ -96,7 +128,7 @@ class _Held:
         if self.witness is None:
             return True
         blob = conn.execute(_ONE, {"id": self.witness[0]}).scalar()
-        return blob is not None and bytes(blob) == self.witness[1]
+        return blob is not None and bytes(blob)[: 2 * DIMENSIONS] == self.witness[1]
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
         if self.merged is None:
@@ -117,12 +149,14 @@ def _key(engine: Engine) -> str:
 
 
 def _decode(blobs: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of (id, blob) → ids and float32 vectors, leaving out the empty ones."""
+    """Rows of (id, blob) → ids and float32 vectors, leaving out the empty ones; an id once
+    for each of its vectors (a blob of one vector is what Cairn wrote before windows)."""
     full = [(i, b) for i, b in blobs if b]
-    ids = np.fromiter((i for i, _ in full), np.int64, len(full))
+    counts = [len(b) // (2 * DIMENSIONS) for _, b in full]
+    ids = np.repeat(np.fromiter((i for i, _ in full), np.int64, len(full)), counts)
     if not full:
         return ids, np.zeros((0, DIMENSIONS), np.float32)
-    rows = np.frombuffer(b"".join(b for _, b in full), np.float16).reshape(len(full), DIMENSIONS)
+    rows = np.frombuffer(b"".join(b for _, b in full), np.float16).reshape(len(ids), DIMENSIONS)
     rows = rows.astype(np.float32)
     return ids, rows
 
@@ -151,29 +185,47 @@ class VectorIndex:
         return held
 
     def catch_up(
-        self, limit: int | None = None, progress: Callable[[int], None] | None = None
+        self,
+        limit: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        again: bool = False,
     ) -> int:
         """Embed up to ``limit`` messages that have no vector yet (all when None), newest
-        first, one transaction per chunk. Returns how many were embedded."""
+        first, one transaction per chunk. Returns how many were embedded. With ``again``,
+        every message is embedded anew, its vectors replaced chunk by chunk (those written
+        before a message had a vector for each two sentences), so that search keeps working
+        meanwhile."""
         done = 0
+        below = None  # with ``again``: the oldest id embedded so far
         while limit is None or done < limit:
             want = CHUNK if limit is None else min(CHUNK, limit - done)
             with self.engine.connect() as conn:
                 held = self._checked(conn)
-                # A whole catch-up looks at every message: one another program edited below
-                # the floor has lost its vector (migration 0008) and is embedded again.
-                floor = held.complete_below if limit is not None else 0
-                rows = conn.execute(_MISSING, {"floor": floor, "n": want}).all()
+                if again:
+                    start = below if below is not None else (1 << 62)
+                    rows = conn.execute(_EVERY, {"below": start, "n": want}).all()
+                    below = min((int(r.id) for r in rows), default=0)
+                else:
+                    # A whole catch-up looks at every message: one another program edited
+                    # below the floor has lost its vector (migration 0008) and is embedded
+                    # again.
+                    floor = held.complete_below if limit is not None else 0
+                    rows = conn.execute(_MISSING, {"floor": floor, "n": want}).all()
                 if not rows:
                     newest = int(conn.execute(_NEWEST).scalar() or 0)
                     held.complete_below = max(held.complete_below, newest)
                     break
-            texts = [_text(r.content, r.previous) for r in rows if _embeddable(r.role, r.content)]
-            vectors = iter(encoder().encode(texts).astype(np.float16))
-            blobs = [
-                (r.id, next(vectors).tobytes() if _embeddable(r.role, r.content) else b"")
+            per = [
+                _texts(r.content, r.previous) if _embeddable(r.role, r.content) else []
                 for r in rows
             ]
+            flat = [t for texts in per for t in texts]
+            vectors = encoder().encode(flat).astype(np.float16) if flat else None
+            blobs, at = [], 0
+            for r, texts in zip(rows, per, strict=True):
+                blob = b"" if vectors is None else vectors[at : at + len(texts)].tobytes()
+                blobs.append((r.id, blob))
+                at += len(texts)
             with self.writer.begin() as conn:
                 # A message deleted meanwhile: its vector must not be written (the foreign key
                 # on PostgreSQL, nothing on SQLite), so only ids still present are kept.
@@ -183,11 +235,15 @@ class VectorIndex:
                 if fresh:
                     conn.execute(_REPLACED, {"ids": [row["id"] for row in fresh]})
                     conn.execute(_PUT, fresh)
-            with _lock:
-                held.add(*_decode([(row["id"], row["vector"]) for row in fresh]))
+            if not again:
+                with _lock:
+                    held.add(*_decode([(row["id"], row["vector"]) for row in fresh]))
             done += len(rows)
             if progress is not None:
                 progress(done)
+        if again:
+            with _lock:  # what this process held were the vectors replaced: read them anew
+                _held.pop(self._key, None)
         return done
 
     def _refresh(self, conn: Connection) -> _Held:
@@ -211,13 +267,17 @@ class VectorIndex:
         q = encoder().encode([query])[0]
         scores = rows @ q
         rounds = [(f, *f.sql()) for f in (filters, *later)]
-        deepest = min(len(ids), max(FILTERED_DEPTH if w else DEPTH for _, w, _ in rounds))
+        # Enough vectors for the depth in messages, a message having up to MAX_VECTORS.
+        widest = max(FILTERED_DEPTH if w else DEPTH for _, w, _ in rounds)
+        deepest = min(len(ids), MAX_VECTORS * widest)
         best = np.argpartition(-scores, deepest - 1)[:deepest]
         best = best[np.argsort(-scores[best])]
+        # A message of several vectors is as near as its nearest.
+        order = list(dict.fromkeys(int(ids[i]) for i in best))
         hits: list[Hit] = []
         for _, where, params in rounds:
             depth = FILTERED_DEPTH if where else DEPTH
-            hits += self._looked_up(conn, q, [int(ids[i]) for i in best[:depth]], where, params)
+            hits += self._looked_up(conn, q, order[:depth], where, params)
         return hits
 
     @staticmethod
@@ -234,10 +294,10 @@ class VectorIndex:
             f"WHERE m.id IN :wanted{where}"
         ).bindparams(bindparam("wanted", expanding=True))
         found = [r for r in conn.execute(sql, {**params, "wanted": wanted}) if r.vector]
-        _, stored = _decode([(int(r.id), bytes(r.vector)) for r in found])
-        hits = [
-            Hit(int(r.id), r.session_id, r.root_session_id, float(score))
-            for r, score in zip(found, stored @ q, strict=True)
-        ]
+        owners, stored = _decode([(int(r.id), bytes(r.vector)) for r in found])
+        nearest: dict[int, float] = {}
+        for owner, score in zip(owners.tolist(), (stored @ q).tolist(), strict=True):
+            nearest[owner] = max(score, nearest.get(owner, -1.0))
+        hits = [Hit(int(r.id), r.session_id, r.root_session_id, nearest[int(r.id)]) for r in found]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
