@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 import operator
 import re
@@ -757,14 +758,19 @@ NEWS_CHARS, NEWS_CAP = 200, 8  # of a message's head, its words of its own count
 _NOT_LETTERS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’“”…", " "))
 
 
-_SENTENCE_END = re.compile(r"[.!?…](?=\s)")
+_SENTENCE_ENDS = tuple(mark + space for mark in ".!?…" for space in " \n")
 
 
 def only_asks(text: str) -> bool:
     """Whether a message that ends in a question mark does nothing but ask: fewer than
-    TOLD_WORDS words before its last sentence."""
-    ends = [m.end() for m in _SENTENCE_END.finditer(text.rstrip())]
-    return not ends or len(WORD.findall(text[: ends[-1]])) < TOLD_WORDS
+    TOLD_WORDS words before its last sentence. Asked of every candidate that ends in "?", so
+    it looks back from the end (``rfind``) and counts words only until it has enough."""
+    body = text.rstrip()
+    end = max(body.rfind(mark) for mark in _SENTENCE_ENDS)
+    if end < 0:
+        return True
+    words = WORD.finditer(body, 0, end + 1)
+    return next(itertools.islice(words, TOLD_WORDS - 1, None), None) is None
 
 
 def _news(folded: str, seen: set[str]) -> int:
