@@ -2,9 +2,7 @@
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
         natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
-        all]
-        [--misses N] [--postgres URL]
-        [--semantic] [--train]
+        all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -76,6 +74,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if __name__ == "__main__":
+    # Run as a script, this module is __main__: the other generators' ``from recall import``
+    # must get it, not a second copy whose classes are not the ones compared against.
+    sys.modules.setdefault("recall", sys.modules[__name__])
 
 from engine.config import Config, DatabaseConfig  # noqa: E402
 from engine.db import dispose_engines  # noqa: E402

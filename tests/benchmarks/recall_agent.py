@@ -40,16 +40,13 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-_running = sys.modules.get("__main__")
-if Path(getattr(_running, "__file__", None) or "-").resolve() == HERE / "recall.py":
-    # As in recall_diary.py: recall.py runs as a script, so its classes live in __main__.
-    Question = _running.Question  # type: ignore[union-attr]
-    Session = _running.Session  # type: ignore[union-attr]
-    Turn = _running.Turn  # type: ignore[union-attr]
-    MONTHS = _running.MONTHS  # type: ignore[union-attr]
-    _ago = _running._ago  # type: ignore[union-attr]
-else:
-    from recall import MONTHS, Question, Session, Turn, _ago  # type: ignore[import-not-found]
+from recall import (  # type: ignore[import-not-found]  # noqa: E402
+    MONTHS,
+    Question,
+    Session,
+    Turn,
+    _ago,
+)
 
 AGENT_SEED = 211
 BATCHES = ("agent-dev", "agent-test", "agent-fresh")

@@ -43,23 +43,13 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-_running = sys.modules.get("__main__")
-if Path(getattr(_running, "__file__", None) or "-").resolve() == HERE / "recall.py":
-    # recall.py runs as a script, so its classes live in __main__: importing ``recall`` again
-    # would load a second copy of it, with classes that are not the ones it compares against.
-    Question = _running.Question  # type: ignore[union-attr]
-    Session = _running.Session  # type: ignore[union-attr]
-    Turn = _running.Turn  # type: ignore[union-attr]
-    BASELINE_STOPWORDS = _running.BASELINE_STOPWORDS  # type: ignore[union-attr]
-    MONTHS = _running.MONTHS  # type: ignore[union-attr]
-else:
-    from recall import (  # type: ignore[import-not-found]
-        BASELINE_STOPWORDS,
-        MONTHS,
-        Question,
-        Session,
-        Turn,
-    )
+from recall import (  # type: ignore[import-not-found]  # noqa: E402
+    BASELINE_STOPWORDS,
+    MONTHS,
+    Question,
+    Session,
+    Turn,
+)
 
 DIARY_SEED = 131
 BATCHES = ("diary-dev", "diary-test", "diary-fresh", "diary-spoken")
