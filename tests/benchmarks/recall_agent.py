@@ -133,6 +133,14 @@ def _reply(rng: random.Random, core: list[str], pad: tuple[int, int] = (2, 4)) -
     )
 
 
+def _exchange(
+    rng: random.Random, ask: str, core: list[str], pad: tuple[int, int] = (2, 4), then: str = ""
+) -> list[Said]:
+    """A request, the long reply to it, and the user's word after it when ``then`` says one."""
+    turns = [_user(ask), _assistant(_reply(rng, core, pad))]
+    return [*turns, _user(then)] if then else turns
+
+
 # -- the facts ----------------------------------------------------------------------------------
 
 
@@ -183,7 +191,7 @@ def hosting(rng: random.Random, project: str) -> Fact:
     ]
     return Fact(
         "hosting",
-        [_user(ask), _assistant(_reply(rng, core))],
+        _exchange(rng, ask, core),
         0,
         host,
         {"project": project, "host": host, "region": region},
@@ -199,7 +207,7 @@ def database(rng: random.Random, project: str) -> Fact:
     ]
     return Fact(
         "database",
-        [_user(ask), _assistant(_reply(rng, core)), _user("Agreed, let's leave it.")],
+        _exchange(rng, ask, core, then="Agreed, let's leave it."),
         1,
         short,
         {"project": project, "db": short},
@@ -213,7 +221,7 @@ def runner(rng: random.Random, project: str) -> Fact:
     core.append("Mark the flaky ones and fix them one by one rather than retrying them blindly.")
     return Fact(
         "runner",
-        [_user(ask), _assistant(_reply(rng, core)), _user("Done, it's much quicker now.")],
+        _exchange(rng, ask, core, then="Done, it's much quicker now."),
         1,
         name.split()[0],
         {"project": project, "runner": name},
@@ -229,7 +237,7 @@ def retry(rng: random.Random, project: str) -> Fact:
     ]
     return Fact(
         "retry",
-        [_user(ask), _assistant(_reply(rng, core)), _user("Perfect, I'll set it up like that.")],
+        _exchange(rng, ask, core, then="Perfect, I'll set it up like that."),
         1,
         base,
         {"project": project, "base": base, "attempts": attempts},
@@ -260,7 +268,7 @@ def diet(rng: random.Random) -> Fact:
     ]
     return Fact(
         "diet",
-        [_user(ask), _assistant(_reply(rng, core, (1, 2)))],
+        _exchange(rng, ask, core, (1, 2)),
         0,
         avoid,
         {"partner": partner, "avoid": avoid},
@@ -274,9 +282,7 @@ def school(rng: random.Random) -> Fact:
         "Could you help me write one? Mostly that they're shy at first."
     )
     core = [f"Here's a draft: 'Dear {place} team, {kid} is looking forward to starting…'"]
-    return Fact(
-        "school", [_user(ask), _assistant(_reply(rng, core))], 0, place, {"kid": kid, "at": place}
-    )
+    return Fact("school", _exchange(rng, ask, core), 0, place, {"kid": kid, "at": place})
 
 
 def dog(rng: random.Random) -> Fact:
@@ -286,9 +292,7 @@ def dog(rng: random.Random) -> Fact:
         "Any training tips that don't involve shouting?"
     )
     core = ["Stop walking the moment the lead goes tight, and reward her when it slackens."]
-    return Fact(
-        "dog", [_user(ask), _assistant(_reply(rng, core))], 0, breed, {"name": name, "breed": breed}
-    )
+    return Fact("dog", _exchange(rng, ask, core), 0, breed, {"name": name, "breed": breed})
 
 
 def injury(rng: random.Random) -> Fact:
@@ -300,7 +304,7 @@ def injury(rng: random.Random) -> Fact:
     core = ["Morning: ten slow rotations and a wall stretch. Evening: the band exercises, 3x12."]
     return Fact(
         "injury",
-        [_user(ask), _assistant(_reply(rng, core, (1, 3)))],
+        _exchange(rng, ask, core, (1, 3)),
         0,
         joint,
         {"joint": joint, "sport": sport},
@@ -314,9 +318,7 @@ def car(rng: random.Random) -> Fact:
         "getting it serviced at the same time?"
     )
     core = ["Doing both on the same visit usually saves a second trip and sometimes a discount."]
-    return Fact(
-        "car", [_user(ask), _assistant(_reply(rng, core))], 0, model, {"model": model, "mot": month}
-    )
+    return Fact("car", _exchange(rng, ask, core), 0, model, {"model": model, "mot": month})
 
 
 def mortgage(rng: random.Random) -> Fact:
@@ -329,7 +331,7 @@ def mortgage(rng: random.Random) -> Fact:
         "Nobody can call the market, but a five-year fix is reasonable if certainty matters to "
         "you more than the last quarter point."
     ]
-    return Fact("mortgage", [_user(ask), _assistant(_reply(rng, core))], 0, rate, {"rate": rate})
+    return Fact("mortgage", _exchange(rng, ask, core), 0, rate, {"rate": rate})
 
 
 def language(rng: random.Random) -> Fact:
@@ -339,7 +341,7 @@ def language(rng: random.Random) -> Fact:
         "practise speaking when I don't know anyone who speaks it?"
     )
     core = ["Shadowing works well: play a short clip and repeat it aloud, a second behind."]
-    return Fact("language", [_user(ask), _assistant(_reply(rng, core))], 0, lang, {"lang": lang})
+    return Fact("language", _exchange(rng, ask, core), 0, lang, {"lang": lang})
 
 
 def newsletter(rng: random.Random) -> Fact:
@@ -351,7 +353,7 @@ def newsletter(rng: random.Random) -> Fact:
     core = ["Here's a shorter version that gets to the point in the first line."]
     return Fact(
         "newsletter",
-        [_user(ask), _assistant(_reply(rng, core))],
+        _exchange(rng, ask, core),
         0,
         name,
         {"name": name, "day": day},
@@ -367,7 +369,7 @@ def medication(rng: random.Random) -> Fact:
     core = ["That one is worth checking with your pharmacist, who can see your whole list."]
     return Fact(
         "medication",
-        [_user(ask), _assistant(_reply(rng, core))],
+        _exchange(rng, ask, core),
         0,
         med,
         {"med": med, "condition": condition},
@@ -378,9 +380,7 @@ def birthday(rng: random.Random) -> Fact:
     who, gift = rng.choice(BIRTHDAYS)
     ask = f"{who}'s birthday is next month and she's hinted she'd like {gift}. Any good ones?"
     core = ["Look for one with good reviews on durability rather than the most features."]
-    return Fact(
-        "birthday", [_user(ask), _assistant(_reply(rng, core))], 0, gift, {"who": who, "gift": gift}
-    )
+    return Fact("birthday", _exchange(rng, ask, core), 0, gift, {"who": who, "gift": gift})
 
 
 def backup(rng: random.Random) -> Fact:
@@ -392,7 +392,7 @@ def backup(rng: random.Random) -> Fact:
     ]
     return Fact(
         "backup",
-        [_user(ask), _assistant(_reply(rng, core)), _user("Brilliant, thank you.")],
+        _exchange(rng, ask, core, then="Brilliant, thank you."),
         1,
         target.split()[-2] if target.endswith("bucket") else "NAS",
         {"target": target, "hour": hour},
@@ -427,7 +427,7 @@ def release(rng: random.Random, project: str, version: str, feature: str) -> Fac
     core = [f"{project} {version} adds {feature}.", "Upgrading needs no changes to your config."]
     return Fact(
         "release",
-        [_user(ask), _assistant(_reply(rng, core, (1, 2)))],
+        _exchange(rng, ask, core, (1, 2)),
         0,
         version,
         {"project": project, "version": version, "feature": feature},
@@ -444,7 +444,7 @@ def outage(rng: random.Random, project: str, cause: tuple[str, str]) -> Fact:
     ]
     return Fact(
         "outage",
-        [_user(ask), _assistant(_reply(rng, core, (1, 2)))],
+        _exchange(rng, ask, core, (1, 2)),
         1,
         cause[1],
         {"project": project, "cause": cause[0]},
@@ -457,7 +457,7 @@ def race(rng: random.Random, name: str, time: str) -> Fact:
     core = ["Two or three easy days, plenty of sleep, and a short walk rather than total rest."]
     return Fact(
         "race",
-        [_user(ask), _assistant(_reply(rng, core))],
+        _exchange(rng, ask, core),
         0,
         name.split()[-1],
         {"race": name, "time": time},
@@ -470,7 +470,7 @@ def book(rng: random.Random, title: str, author: str) -> Fact:
     core = ["If you liked the voice of that one, try something by the same editor's list."]
     return Fact(
         "book",
-        [_user(ask), _assistant(_reply(rng, core))],
+        _exchange(rng, ask, core),
         0,
         title,
         {"title": title, "author": author},
