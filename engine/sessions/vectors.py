@@ -36,18 +36,20 @@ CHUNK = 256  # messages embedded per transaction: about a second of CPU
 SEARCH_BUDGET = 64  # messages a search embeds first, newest first (about a quarter second)
 DEPTH, FILTERED_DEPTH = 400, 4000  # nearest messages looked up, without and with filters
 
+# What a message is embedded from: its text and the turn before it, newest first.
+_TO_EMBED = (
+    "SELECT m.id, m.role, m.content, (SELECT p.content FROM messages AS p "
+    "WHERE p.session_id = m.session_id AND p.id < m.id ORDER BY p.id DESC LIMIT 1) AS previous "
+    "FROM messages AS m WHERE {} ORDER BY m.id DESC LIMIT :n"
+)
 _MISSING = text(
-    "SELECT m.id, m.role, m.content, (SELECT p.content FROM messages AS p "
-    "WHERE p.session_id = m.session_id AND p.id < m.id ORDER BY p.id DESC LIMIT 1) AS previous "
-    "FROM messages AS m WHERE m.id > :floor AND NOT EXISTS "
-    "(SELECT 1 FROM message_vectors AS v WHERE v.message_id = m.id) ORDER BY m.id DESC LIMIT :n"
+    _TO_EMBED.format(
+        "m.id > :floor AND NOT EXISTS "
+        "(SELECT 1 FROM message_vectors AS v WHERE v.message_id = m.id)"
+    )
 )
-# Every message, newest first, below an id: what ``catch_up(again=True)`` embeds anew.
-_EVERY = text(
-    "SELECT m.id, m.role, m.content, (SELECT p.content FROM messages AS p "
-    "WHERE p.session_id = m.session_id AND p.id < m.id ORDER BY p.id DESC LIMIT 1) AS previous "
-    "FROM messages AS m WHERE m.id < :below ORDER BY m.id DESC LIMIT :n"
-)
+# Every message below an id: what ``catch_up(again=True)`` embeds anew.
+_EVERY = text(_TO_EMBED.format("m.id < :below"))
 _PUT = text("INSERT INTO message_vectors (message_id, vector) VALUES (:id, :vector)")
 _NEWER = text(
     "SELECT message_id, vector FROM message_vectors WHERE message_id > :after ORDER BY message_id"
@@ -196,14 +198,13 @@ class VectorIndex:
         before a message had a vector for each two sentences), so that search keeps working
         meanwhile."""
         done = 0
-        below = None  # with ``again``: the oldest id embedded so far
+        below = 1 << 62  # with ``again``: the oldest id embedded so far (none yet)
         while limit is None or done < limit:
             want = CHUNK if limit is None else min(CHUNK, limit - done)
             with self.engine.connect() as conn:
                 held = self._checked(conn)
                 if again:
-                    start = below if below is not None else (1 << 62)
-                    rows = conn.execute(_EVERY, {"below": start, "n": want}).all()
+                    rows = conn.execute(_EVERY, {"below": below, "n": want}).all()
                     below = min((int(r.id) for r in rows), default=0)
                 else:
                     # A whole catch-up looks at every message: one another program edited
