@@ -610,3 +610,28 @@ def test_the_users_request_with_the_fact_ranks_above_a_passing_mention(
         )
     card = _ask(store, "Which medicine do I take in the mornings?")["results"][0]
     assert card["match_message_id"] == ids[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_reply_read_through_its_question_is_held_to_the_filters(home: Home, backend: str) -> None:
+    """Tool output is left out of the model's searches unless asked for, and a role filter
+    asks for what that role said itself: the turn after a matching question (a short tool
+    result, a reply) is not a candidate then, however well the question matches."""
+    store = open_store(backend, home)
+    start = ANCHOR - 30 * DAY
+    store.create_session(session_id="port", started_at=start)
+    ids = store.append(
+        "port",
+        [
+            NewMessage(role="user", content="Which port does the Brightwater API listen on?"),
+            NewMessage(role="tool", content="8080", tool_name="grep"),
+            NewMessage(role="assistant", content="It listens on 8080, set in its config file."),
+        ],
+    )
+    question = "Which port does the Brightwater API listen on?"
+    default = _ask(store, question, exclude_roles=("tool",))["results"]  # as the model's tool
+    assert default and ids[1] not in {c["match_message_id"] for c in default}
+    tools = _ask(store, question, role="tool")["results"]
+    assert tools == [] or tools[0]["match_message_id"] == ids[1]
+    users = _ask(store, question, role="user")["results"]
+    assert users[0]["match_message_id"] == ids[0]

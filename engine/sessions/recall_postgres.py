@@ -121,9 +121,17 @@ class PostgresRecall(Recall):
         self, tsquery: str, filters: Filters, share: int
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """A concept's newest ``share`` matches (id, lexemes), and the short reply right after
-        each of them (id, lexemes), which is about what it answers."""
+        each of them (id, lexemes), which is about what it answers. The reply is held to the
+        search's filters as the match is (tool output left out, a date span); with a role
+        filter the message itself must say the words, as on SQLite, and there is none."""
         where, params = filters.sql()
         params.update(q=tsquery, share=share)
+        reply_holds = (
+            "FALSE"
+            if filters.roles
+            else "EXISTS (SELECT 1 FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+            f"WHERE m.id = r.id{where})"
+        )
         rows = self.conn.execute(
             text(
                 "WITH c AS (SELECT m.id, m.session_id, length(m.search) AS n FROM messages AS m "
@@ -133,7 +141,7 @@ class PostgresRecall(Recall):
                 "SELECT c.id, c.n, r.id AS reply, r.n AS reply_n FROM c LEFT JOIN LATERAL ("
                 "SELECT x.id, length(x.search) AS n, x.content FROM messages AS x "
                 "WHERE x.session_id = c.session_id AND x.id > c.id ORDER BY x.id LIMIT 1) AS r "
-                f"ON length(r.content) <= {SHORT_REPLY} ORDER BY c.id DESC"
+                f"ON length(r.content) <= {SHORT_REPLY} AND {reply_holds} ORDER BY c.id DESC"
             ),
             params,
         ).all()
