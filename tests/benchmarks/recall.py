@@ -2,7 +2,7 @@
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
         natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
-        all] [--misses N] [--postgres URL] [--semantic] [--train]
+        agent-later|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -36,10 +36,10 @@ was written after that round's tuning, in phrasings of its own, and ``diary-spok
 seventh round's ranking changes, as people say questions aloud, without looking at the ranker
 (measured only). ``agent-dev`` and ``agent-test`` (recall_agent.py, ninth round) ask about an
 agent's own sessions with its user, requests and long replies stored without names; dev may be
-tuned on, test is measured only, and ``agent-fresh`` was written after the ranking changes
-chosen on dev (measured only). Each prints, for Cairn (``session_search`` discover, limit 5)
-and for a plain FTS5 baseline computed in the same run (porter tokenizer, stopwords dropped,
-bm25, the 5 best turns and their sessions):
+tuned on, test is measured only, ``agent-fresh`` was written after the ranking changes
+chosen on dev and ``agent-later`` after the tenth round's (both measured only). Each prints,
+for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
+same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
 * session@5: an evidence session is among the 5 results;
 * evidence@5: an evidence turn is one of the 5 matched messages (Cairn: each card's match);
@@ -1470,7 +1470,7 @@ def run_diary(
     return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
 
 
-AGENT_BATCHES = ("agent-dev", "agent-test", "agent-fresh")
+AGENT_BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later")
 
 
 def run_agent(
@@ -1674,7 +1674,7 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         default="all",
         help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh or all",
+        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(

@@ -21,8 +21,10 @@ templates: ``agent-dev`` (the user asking, first person: "Where did I say Larksp
 hosted?"; may be tuned on and its misses read) and ``agent-test`` (as an agent words a search
 for its user: third person, terse, or about the general idea; measured only). A third,
 ``agent-fresh``, was written after the ranking changes chosen on agent-dev, without running
-them: an agent thinking aloud before it acts, yes/no checks, loose dates (measured only). Each
-has the four kinds of question: single, multi (a fact over several sessions), temporal (a
+them: an agent thinking aloud before it acts, yes/no checks, loose dates (measured only). A
+fourth, ``agent-later``, was written after the next round's change, again without running it:
+the user's instruction passed on as the search ("find the chat where…"). Each has the four
+kinds of question: single, multi (a fact over several sessions), temporal (a
 month and year, a span counted back, "when did…") and inference.
 """
 
@@ -49,7 +51,7 @@ from recall import (  # type: ignore[import-not-found]  # noqa: E402
 )
 
 AGENT_SEED = 211
-BATCHES = ("agent-dev", "agent-test", "agent-fresh")
+BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later")
 SESSIONS = 220
 START = datetime(2025, 1, 6, 9, 30, tzinfo=UTC)
 USER, ASSISTANT = "user", "assistant"
@@ -917,9 +919,96 @@ FRESH: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# Written after the tenth round's change (the answer after a question is read with it, chosen
+# on agent-dev), without running it: the user's own instruction passed on as the search ("find
+# the chat where…", "pull up…", "look back at…"), the way an agent forwards a request it was
+# given word for word.
+LATER: dict[str, list[tuple[str, str]]] = {
+    "hosting": [
+        ("single", "Find the chat where I mentioned the {project} servers"),
+        ("inference", "Pull up whatever I said about the cloud provider behind {project}"),
+    ],
+    "database": [
+        ("single", "Look back at the talk about changing the {project} data store"),
+        ("inference", "find where we weighed Postgres against SQLite for {project}"),
+    ],
+    "runner": [
+        ("single", "Find the conversation about speeding up the {project} test suite"),
+        ("inference", "pull up the advice on flaky {project} tests"),
+    ],
+    "retry": [
+        ("single", "Look up the retry plan for failed {project} webhook calls"),
+        ("inference", "find the dead-letter idea for {project} payments"),
+    ],
+    "diet": [
+        ("single", "Find the meal plan I asked for that worked around {partner}"),
+        ("inference", "pull up the weeknight dinners we planned"),
+    ],
+    "school": [
+        ("single", "Find the letter we drafted for {kid}'s new teachers"),
+        ("inference", "look back at the note about my shy child starting school"),
+    ],
+    "dog": [
+        ("single", "Pull up the lead-training tips for {name}"),
+        ("inference", "find the advice about my dog chasing cats"),
+    ],
+    "injury": [
+        ("single", "Find the daily exercise plan from the physio chat"),
+        ("inference", "look back at what I said about getting hurt {sport}"),
+    ],
+    "car": [
+        ("single", "Find where I asked you to remind me about the {model}"),
+        ("inference", "pull up the chat about getting the car serviced"),
+    ],
+    "mortgage": [
+        ("single", "Look back at the broker's offer we discussed"),
+        ("inference", "find the conversation about our fixed rate ending"),
+    ],
+    "language": [
+        ("single", "Find the tips for practising {lang} out loud"),
+        ("inference", "pull up the chat about learning a language before work"),
+    ],
+    "newsletter": [
+        ("single", "Find where you tightened the intro of {name}"),
+        ("inference", "look back at the edit of my weekly email"),
+    ],
+    "medication": [
+        ("single", "Pull up the question about grapefruit and my pills"),
+        ("inference", "find what I said about my {condition} treatment"),
+    ],
+    "birthday": [
+        ("single", "Find the gift ideas for {who}"),
+        ("inference", "look back at the present I was shopping for next month"),
+    ],
+    "backup": [
+        ("single", "Find the cron job you wrote for the family photos"),
+        ("inference", "pull up how my pictures are kept safe"),
+    ],
+    "release": [
+        ("multi", "Find every set of {project} release notes we wrote"),
+        ("temporal", "pull up the {project} release notes from {month} {year}"),
+        ("temporal", "Look back at the changelog for {project} {version}"),
+    ],
+    "outage": [
+        ("multi", "Find all the {project} incident write-ups"),
+        ("temporal", "pull up the {project} post-mortem from {ago}"),
+    ],
+    "race": [
+        ("multi", "Find each time I told you about a race I ran"),
+        ("temporal", "look back at the recovery advice after my run in {month} {year}"),
+    ],
+    "book": [
+        ("multi", "Pull up every book I said I'd finished"),
+        ("temporal", "find the reading suggestion you gave me in {month} {year}"),
+    ],
+}
+
+
 def _templates(kind: str, batch: str) -> list[tuple[str, str]]:
     if batch == "agent-fresh":
         return FRESH[kind]
+    if batch == "agent-later":
+        return LATER[kind]
     return (SINGLE | SERIES)[kind][batch]
 
 
