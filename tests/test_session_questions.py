@@ -631,7 +631,7 @@ def test_a_reply_read_through_its_question_is_held_to_the_filters(home: Home, ba
     question = "Which port does the Brightwater API listen on?"
     default = _ask(store, question, exclude_roles=("tool",))["results"]  # as the model's tool
     assert default and ids[1] not in {c["match_message_id"] for c in default}
-    tools = _ask(store, question, role="tool")["results"]
-    assert tools == [] or tools[0]["match_message_id"] == ids[1]
+    # Asked for tool output, the output must say the words itself, and "8080" says none.
+    assert _ask(store, question, role="tool")["results"] == []
     users = _ask(store, question, role="user")["results"]
     assert users[0]["match_message_id"] == ids[0]
