@@ -613,6 +613,53 @@ def test_the_users_request_with_the_fact_ranks_above_a_passing_mention(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_long_answer_to_a_question_is_the_match_though_it_repeats_none_of_its_words(
+    home: Home, backend: str
+) -> None:
+    """The user asks whether Brightwater should change its database; the assistant's answer
+    is a long reply (no context column: that is for short ones) that names neither. It is
+    scored with the question it answers, so it is the card's match, and the question stays in
+    the card. Asked for the user's turns alone (a role filter), the reply is left out."""
+    store = open_store(backend, home)
+    padding = " Keep the backups you already have, and write down why, so the choice is easy "
+    padding += "to revisit. Most teams never need more than this for a year or two."
+    ids = _agent(
+        store,
+        "db",
+        1,
+        "Should Brightwater move to a different database before the launch?",
+        "Since the writes all come from one worker, I'd stay with SQLite in WAL mode for now."
+        + padding,
+        "Agreed, let's leave it.",
+    )
+    assert len(padding) > 100 and len(store.message(ids[1]).content) > 200
+    for n, project in enumerate(["Larkspur", "Tidepool", "Quillon"]):
+        _agent(
+            store,
+            f"db-{n}",
+            2 + n,
+            f"Should {project} move to a different database before the launch?",
+            f"Two services write at once, so I'd move to Postgres {n + 14}." + padding,
+        )
+    for n in range(30):  # the rest of a history: the project's other work, and other things
+        _agent(
+            store,
+            f"chat-{n}",
+            8 + n,
+            f"Tagged Brightwater v0.{n} this morning. Can you write the release notes?"
+            if n % 3 == 0
+            else f"Can you tidy paragraph {n} of my cover letter?",
+            "Here is a shorter version that gets to the point in its first line.",
+        )
+    card = _ask(store, "Which database did we decide to keep for Brightwater?")["results"][0]
+    assert card["session_id"] == "db"
+    assert card["match_message_id"] == ids[1]
+    assert ids[0] in {m["id"] for m in card["messages"]}
+    own = _ask(store, "Which database did we decide to keep for Brightwater?", role="user")
+    assert own["results"][0]["match_message_id"] == ids[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_reply_read_through_its_question_is_held_to_the_filters(home: Home, backend: str) -> None:
     """Tool output is left out of the model's searches unless asked for, and a role filter
     asks for what that role said itself: the turn after a matching question (a short tool

@@ -7,7 +7,9 @@ history however common the others are. A concept's walk matches its word in any 
 (porter stems), and its compounds: "roadtrips" also as "road trip" when that pair of words is
 in the pair index, "back yard" also as "backyard" when that word is in the index. A short reply
 is indexed with the text it answers (its ``context`` column), so "A sunset over the lake." is
-found by "what did Caroline paint".
+found by "what did Caroline paint"; and the turn after a candidate that asks, however long, is
+read and scored with that question as its context (an assistant's long answer rarely repeats
+the words of what it was asked).
 
 The candidates are ranked by BM25 from the walks (as fts_sqlite does). The walks of common
 words stop at their newest matches, so that score misses what an older candidate's text holds:
@@ -45,6 +47,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, text
 
+from engine.sessions.bulk import CONTEXT_CHARS
 from engine.sessions.fts_sqlite import (
     FEW,
     FILTERED_RANK_BUDGET,
@@ -160,6 +163,18 @@ _ROWS = (
     "FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
     "LEFT JOIN messages_context AS c ON c.id = m.id WHERE m.id IN ({})"
 )
+# The turn after each of the given messages that ask (its answer, whatever its length), with
+# the question as its context; in both backends' SQL. ``m`` and ``s`` are the answer and
+# its session, so that a search's filters (Filters.sql) hold for it as for any candidate.
+_ANSWERS = (
+    f"SELECT m.id, m.session_id, s.root_session_id, substr(m.content, 1, {SCAN_CHARS}) AS head, "
+    f"length(m.content) > {SCAN_CHARS} AS cut, "
+    "substr(rtrim(m.content), length(rtrim(m.content)), 1) = '?' AS asks, "
+    f"substr(q.content, 1, {CONTEXT_CHARS}) AS context "
+    "FROM messages AS q JOIN messages AS m ON m.id = (SELECT min(n.id) FROM messages AS n "
+    "WHERE n.session_id = q.session_id AND n.id > q.id AND n.content != '') "
+    "JOIN sessions AS s ON s.id = m.session_id WHERE q.id IN ({ids}) AND m.role != q.role"
+)
 # The heads alone, for choosing among more candidates than are scored (Recall._narrowed).
 _HEADS = f"SELECT id, substr(content, 1, {SCAN_CHARS}) FROM messages WHERE id IN ({{}})"
 _ALPHA = re.compile(r"[a-z]+")
@@ -174,6 +189,9 @@ _NEWEST_HEADS = (
 _HOLDS_IN_RANGE = (
     f"SELECT 1 FROM {STEM_TABLE} WHERE {STEM_TABLE} MATCH ? AND rowid BETWEEN ? AND ? LIMIT 1"
 )
+
+
+Params = tuple[object, ...] | dict[str, object]
 
 
 def word_variants(word: str) -> frozenset[str]:
@@ -240,6 +258,9 @@ class _Read(NamedTuple):
     row: _Candidate
     folded: str
     folded_context: str
+    # Whether the index counted the context in the candidate's length (a short reply's context
+    # column on SQLite), or it was read for scoring only (Recall._answers).
+    context_indexed: bool = True
 
 
 def _patterns(question: Question, forms: list[_Form]) -> list[_Patterns]:
@@ -468,7 +489,7 @@ class Recall:
         # lose to newer ones that only seem to hold more (see _ranked).
         rare = {i for mine in found for f in mine if len(f) <= FEW for i, _ in f}
         return self._ranked(
-            question, forms, scores, holds, idf, lengths, limit,
+            question, forms, scores, holds, idf, lengths, limit, filters,
             said=lambda k: {i for f in found[k] for i, _ in f}, rare=rare,
         )  # fmt: skip
 
@@ -481,6 +502,7 @@ class Recall:
         idf: list[float],
         lengths: dict[int, int],
         limit: int,
+        filters: Filters,
         said: Callable[[int], set[int]],
         rare: Collection[int] = (),
     ) -> list[Ranked]:
@@ -506,6 +528,12 @@ class Recall:
             extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
             pre += [i for _, i in heapq.nlargest(RARE_EXTRA, extra)]
         reads = self._read(pre)
+        answers = {a.row.id: a for a in self._answers(reads, filters)}
+        # A candidate that answers one that asks is scored with the question as its context
+        # (a short reply already has it, indexed).
+        reads = [r if r.row.context else answers.get(r.row.id, r) for r in reads]
+        chosen = {r.row.id for r in reads}
+        reads += [a for i, a in answers.items() if i not in chosen]
         scored = self._rescore(question, patterns, reads, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, question.weights, names, self.session_weights)
@@ -559,9 +587,27 @@ class Recall:
         rows = map(_Candidate._make, self._fetch(self.rows_sql.format(_id_list(ids))))
         return [_Read(row, _folded(row.head or ""), _folded(row.context or "")) for row in rows]
 
-    def _fetch(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+    def _answers(self, reads: Sequence[_Read], filters: Filters) -> list[_Read]:
+        """The turn after each candidate that asks (said by the other side), as a candidate
+        of its own with the question as its context. A short reply is indexed with the turn
+        it answers; a long one is not, and in an agent's sessions the answer to "Should
+        Brightwater move to another database?" is a long reply that says "stay with SQLite in
+        WAL mode" without naming the project or the database: the question's words are in the
+        question only. The answer is held to the search's filters as any candidate is."""
+        asking = [r.row.id for r in reads if r.row.asks]
+        if not asking or filters.roles:
+            return []  # with a role filter the message itself must say it (Recall._walks)
+        where, params = filters.sql()
+        sql = _ANSWERS.format(ids=_id_list(asking)) + where
+        rows = map(_Candidate._make, self._fetch(sql, params))
+        return [
+            _Read(row, _folded(row.head or ""), _folded(row.context or ""), False) for row in rows
+        ]
+
+    def _fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
         """A statement's rows, straight from the driver's cursor: a seek or hundreds of rows,
-        many times a question (fts_sqlite.driver_cursor)."""
+        many times a question (fts_sqlite.driver_cursor). ``params`` by position (``?``) or,
+        as Filters.sql() gives them, by name (``:since``)."""
         with driver_cursor(self.conn) as cursor:
             return list(cursor.execute(sql, params))
 
@@ -625,11 +671,14 @@ class Recall:
             else None
         )
         scanned = []
-        for row, folded, folded_context in reads:
+        for row, folded, folded_context, context_indexed in reads:
             context = row.context or ""
             context_tokens = len(WORD.findall(context)) if context else 0
-            held = context_tokens if self.lengths_hold_context else 0
-            body = max(1, lengths.get(row.id, 1) - held)
+            held = context_tokens if self.lengths_hold_context and context_indexed else 0
+            # An answer read for the question before it (_answers) may not have been walked:
+            # then its length is counted on its head.
+            length = lengths.get(row.id) or len(WORD.findall(row.head or "")) + held
+            body = max(1, length - held)
             scanned.append((row, folded, context, folded_context, context_tokens, body))
         average = max(1.0, sum(x[5] for x in scanned) / len(scanned))
         out = []

@@ -26,6 +26,7 @@ from engine.sessions.recall import (
     SCAN_CHARS,
     SPEAKER_SAMPLE,
     B,
+    Params,
     Ranked,
     Recall,
     _Form,
@@ -77,9 +78,12 @@ class PostgresRecall(Recall):
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def _fetch(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        assert not params  # the statements given here are complete (ids formatted in)
-        return [tuple(row) for row in self.conn.execute(text(sql))]
+    def _fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        # Positional statements are SQLite's seeks, none of which run here; named ones come
+        # with Filters.sql().
+        named = params if isinstance(params, dict) else {}
+        assert named or not params
+        return [tuple(row) for row in self.conn.execute(text(sql), named)]
 
     def _forms(self, question: Question) -> list[_Form]:
         forms = []
@@ -204,7 +208,7 @@ class PostgresRecall(Recall):
         # As on SQLite: the messages of a concept found whole are scored on their text too.
         rare = {i for direct, _ in found if len(direct) <= FEW for i, _ in direct}
         return self._ranked(
-            question, forms, scores, holds, idf, lengths, limit,
+            question, forms, scores, holds, idf, lengths, limit, filters,
             said=lambda k: {i for i, _ in found[k][0]}, rare=rare,
         )  # fmt: skip
 
