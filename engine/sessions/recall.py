@@ -531,9 +531,9 @@ class Recall:
         answers = {a.row.id: a for a in self._answers(reads, filters)}
         # A candidate that answers one that asks is scored with the question as its context
         # (a short reply already has it, indexed).
+        read_ids = {r.row.id for r in reads}
         reads = [r if r.row.context else answers.get(r.row.id, r) for r in reads]
-        chosen = {r.row.id for r in reads}
-        reads += [a for i, a in answers.items() if i not in chosen]
+        reads += [a for i, a in answers.items() if i not in read_ids]
         scored = self._rescore(question, patterns, reads, holds, idf, lengths)
         names = [k for k, c in enumerate(question.concepts) if c.name]
         ranked = _conversations(scored, idf, question.weights, names, self.session_weights)
@@ -675,10 +675,10 @@ class Recall:
             context = row.context or ""
             context_tokens = len(WORD.findall(context)) if context else 0
             held = context_tokens if self.lengths_hold_context and context_indexed else 0
-            # An answer read for the question before it (_answers) may not have been walked:
-            # then its length is counted on its head.
-            length = lengths.get(row.id) or len(WORD.findall(row.head or "")) + held
-            body = max(1, length - held)
+            if row.id in lengths:
+                body = max(1, lengths[row.id] - held)
+            else:  # an answer read for the question before it (_answers), never walked
+                body = max(1, len(WORD.findall(row.head or "")))
             scanned.append((row, folded, context, folded_context, context_tokens, body))
         average = max(1.0, sum(x[5] for x in scanned) / len(scanned))
         out = []
