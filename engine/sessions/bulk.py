@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from sqlalchemy import Connection
 
 # As migration 0006's trigger has them: a reply this short is indexed with the text it answers.
+# PostgreSQL's ranking and the vectors read a reply's context by the same two figures.
 SHORT_REPLY, CONTEXT_CHARS = 200, 300
 _RANGE = "id > ? AND id <= ?"
 _CONTEXT = f"""

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from engine.sessions.bulk import CONTEXT_CHARS, SHORT_REPLY
 from engine.sessions.fts_postgres import CONFIG
 from engine.sessions.fulltext import Filters
 from engine.sessions.question import Concept, Question
@@ -35,7 +36,6 @@ from engine.sessions.recall import (
 from engine.sessions.words import stem
 
 BUDGET, FILTERED_BUDGET = 1000, 500
-SHORT_REPLY, CONTEXT_CHARS = 200, 300  # as on SQLite (migration 0006)
 _ROWS = (
     f"SELECT m.id, m.session_id, s.root_session_id, substr(m.content, 1, {SCAN_CHARS}) AS head, "
     f"length(m.content) > {SCAN_CHARS} AS cut, right(rtrim(m.content), 1) = '?' AS asks, "

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import Connection, Engine, bindparam, text
 
+from engine.sessions.bulk import CONTEXT_CHARS, SHORT_REPLY
 from engine.sessions.fulltext import Filters, Hit
 from engine.sessions.meaning import DIMENSIONS, MAX_CHARS, encoder
 
 EMBEDDED_ROLES = ("user", "assistant")
-SHORT_REPLY, CONTEXT_CHARS = 200, 300  # as the reply contexts of the word index
 CHUNK = 256  # messages embedded per transaction: about a second of CPU
 SEARCH_BUDGET = 64  # messages a search embeds first, newest first (about a quarter second)
 DEPTH, FILTERED_DEPTH = 400, 4000  # nearest messages looked up, without and with filters
