@@ -587,6 +587,28 @@ def test_a_request_that_tells_before_it_asks_is_not_weighed_as_a_question() -> N
     assert not only_asks("Our rescue greyhound pulls on the lead near cats! Any tips?")
 
 
+def test_a_question_asks_for_the_reply_when_it_asks_why_how_or_what_was_advised() -> None:
+    """What the reply to a request holds: an explanation, a way of doing it, advice, what
+    was agreed. A count or a measure ("how many"), or what the user said, a request can hold."""
+    for asked in (
+        "Why did Tidepool go down in April?",
+        "How did we fix the slow tests in Larkspur?",
+        "What backoff did you suggest when the webhooks fail?",
+        "Which database did we decide to keep for Brightwater?",
+        "the plan you recommended for the photos",
+    ):
+        assert _read(asked).asks_reply, asked
+    for asked in (
+        "How many attempts do the webhook retries make?",
+        "How long do I practise each day?",
+        "Where did I say Brightwater is hosted?",
+        "What did I tell you about the car?",
+        "Which region is Brightwater deployed in?",
+        "what is your name",
+    ):
+        assert not _read(asked).asks_reply, asked
+
+
 def test_the_users_request_with_the_fact_ranks_above_a_passing_mention(
     store: SessionStore,
 ) -> None:
@@ -657,6 +679,67 @@ def test_a_long_answer_to_a_question_is_the_match_though_it_repeats_none_of_its_
     assert ids[0] in {m["id"] for m in card["messages"]}
     own = _ask(store, "Which database did we decide to keep for Brightwater?", role="user")
     assert own["results"][0]["match_message_id"] == ids[0]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_request_that_tells_is_the_match_unless_the_search_asks_for_the_reply(
+    home: Home, backend: str
+) -> None:
+    """The user says where Brightwater runs, then asks about its health check; the long reply
+    gives advice and mentions hosting in passing, as many replies do. Read through the
+    request, the reply has both words of "Where is Brightwater hosted?", one of them only
+    because the request said it: the request is the match, and the reply still counts for
+    its conversation. Asked why Brightwater went down, the reply that says why is the match,
+    though the request that says it went down holds every word of the question."""
+    store = open_store(backend, home)
+    advice = "The health check is probably firing before the app has opened its port. Give it "
+    advice += "a grace period of thirty seconds, and point it at an endpoint that does no work."
+    ids = _agent(
+        store,
+        "deploy",
+        1,
+        "The mobile app's backend, Brightwater, is deployed on Fly.io in the Frankfurt region. "
+        "How do I stop the health check from failing right after a deploy?",
+        advice + " Most hosting providers let you set that period per service.",
+        "Perfect, I'll set it up like that.",
+    )
+    assert len(store.message(ids[1]).content) > 200  # a long reply: read through its question
+    down = _agent(
+        store,
+        "outage",
+        2,
+        "Brightwater was down for forty minutes last night. Can you help me write it up?",
+        "From the timeline you pasted, the root cause was an expired TLS certificate. The fix "
+        "is in, and the follow-up is an alert that fires a week before a certificate expires. "
+        "Here is a draft of the write-up, with the timeline first and the actions after it.",
+    )
+    assert len(store.message(down[1]).content) > 200
+    for n in range(12):  # hosting is talked of often, Brightwater named a few times
+        _agent(
+            store,
+            f"help-{n}",
+            3 + n,
+            f"Which plan should I pick for side project number {n}? It's tiny.",
+            "Most hosting providers offer a free tier that is fine for a side project, and "
+            "moving later is easy if you keep the config in the repository.",
+        )
+    for n in range(30):  # the rest of a history: the project's other work, and other things
+        _agent(
+            store,
+            f"chat-{n}",
+            20 + n,
+            f"Tagged Brightwater v0.{n} this morning. Can you write the release notes?"
+            if n % 10 == 0
+            else f"Can you tidy paragraph {n} of my cover letter?",
+            "Here is a shorter version that gets to the point in its first line.",
+        )
+    told = _ask(store, "Where is Brightwater hosted?")["results"][0]
+    assert told["session_id"] == "deploy"
+    assert told["match_message_id"] == ids[0]
+    assert ids[1] in {m["id"] for m in told["messages"]}
+    why = _ask(store, "Why did Brightwater go down?")["results"][0]
+    assert why["session_id"] == "outage"
+    assert why["match_message_id"] == down[1]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

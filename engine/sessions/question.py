@@ -37,6 +37,15 @@ DETERMINERS = frozenset(
 # "Caroline's" is about Caroline; "don't" is two words of filler.
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['’]s\b")
 _APOSTROPHE = re.compile(r"(?<=[^\W_])['’](?=[^\W_])")
+# "why …", "how …" but not "how many / long / …" (a count or a measure, which a request can
+# state), and the one who was asked as the subject: "did you suggest", "you recommended".
+_ASKS_REPLY = re.compile(
+    r"^\W*(?:why\b|how\b(?!\s+(?:many|much|long|often|old|far|big|soon|come)\b))"
+    r"|\b(?:did|do|would|could|can|will|should|have|had)\s+(?:you|we)\b"
+    r"|\b(?:you|we)\s+(?:suggested|recommended|advised|proposed|said|told|thought|agreed|decided"
+    r"|chose|settled|picked)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class Question:
     span: Span | None
     query: Query  # the concepts as a plain query, for the exact indexes and PostgreSQL
     keywords: bool = False  # typed as keywords: no filler, name, number or date in it
+    # It asks what was explained or advised, which the reply to a request holds, not the
+    # request: "Why did Tidepool go down?", "What did you suggest for the retries?".
+    asks_reply: bool = False
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -117,6 +129,8 @@ def read_question(
         if len(parsed.terms) == 1 or (len(lone) == 1 and is_bare_number(lone[0])):
             return None
     question = _as_question(kept, span, parsed)
+    if _ASKS_REPLY.search(text):
+        question = replace(question, asks_reply=True)
     plain = len(kept) == len(parsed.terms) and span is None
     if plain and all(c.weight == 1.0 for c in question.concepts):  # no name, number, noun
         question = replace(question, keywords=True)

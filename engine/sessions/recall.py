@@ -234,6 +234,8 @@ class _Scored:
     score: float
     matched: dict[int, float]  # concept index → match strength
     topical: bool = True  # a concept other than a name matched
+    # Its score as the conversation's match: less what a question that also tells lent it.
+    shown: float | None = None
 
 
 class _Candidate(NamedTuple):
@@ -528,7 +530,7 @@ class Recall:
             extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
             pre += [i for _, i in heapq.nlargest(RARE_EXTRA, extra)]
         reads = self._read(pre)
-        answers = {a.row.id: a for a in self._answers(reads, filters)}
+        answers = {a.row.id: a for a in self._answers(reads, filters, question.asks_reply)}
         # A candidate that answers one that asks is scored with the question as its context
         # (a short reply already has it, indexed).
         read_ids = {r.row.id for r in reads}
@@ -587,14 +589,20 @@ class Recall:
         rows = map(_Candidate._make, self._fetch(self.rows_sql.format(_id_list(ids))))
         return [_Read(row, _folded(row.head or ""), _folded(row.context or "")) for row in rows]
 
-    def _answers(self, reads: Sequence[_Read], filters: Filters) -> list[_Read]:
+    def _answers(
+        self, reads: Sequence[_Read], filters: Filters, every: bool = False
+    ) -> list[_Read]:
         """The turn after each candidate that asks (said by the other side), as a candidate
         of its own with the question as its context. A short reply is indexed with the turn
         it answers; a long one is not, and in an agent's sessions the answer to "Should
         Brightwater move to another database?" is a long reply that says "stay with SQLite in
         WAL mode" without naming the project or the database: the question's words are in the
-        question only. The answer is held to the search's filters as any candidate is."""
-        asking = [r.row.id for r in reads if r.row.asks]
+        question only. The answer is held to the search's filters as any candidate is.
+
+        With ``every`` (the search asks for what a reply holds: Question.asks_reply) the turn
+        after every candidate is read, a request that asks nothing ("Fernhill's webhooks fail
+        whenever the provider hiccups.") as well."""
+        asking = [r.row.id for r in reads if r.row.asks or every]
         if not asking or filters.roles:
             return []  # with a role filter the message itself must say it (Recall._walks)
         where, params = filters.sql()
@@ -679,7 +687,9 @@ class Recall:
                 body = max(1, lengths[row.id] - held)
             else:  # an answer read for the question before it (_answers), never walked
                 body = max(1, len(WORD.findall(row.head or "")))
-            scanned.append((row, folded, context, folded_context, context_tokens, body))
+            scanned.append(
+                (row, folded, context, folded_context, context_tokens, body, context_indexed)
+            )
         average = max(1.0, sum(x[5] for x in scanned) / len(scanned))
         out = []
         recorded: list[tuple[int, tuple[float, ...]]] = []
@@ -688,8 +698,8 @@ class Recall:
         # What a turn that tells something is worth; a question of names and a date alone
         # ("What did Ana say in June?") has no topic, and news still picks among their turns.
         news_worth = topic_worth or sum(idf[k] * weights[k] for k in names)
-        for row, folded, context, folded_context, context_tokens, body in scanned:
-            answers = context.rstrip().endswith("?")
+        for row, folded, context, folded_context, context_tokens, body, indexed in scanned:
+            answers = context.rstrip().endswith("?") or (question.asks_reply and not indexed)
             cut = bool(row.cut)
             matched: dict[int, float] = {}
             where: dict[int, list[int]] = {}
@@ -746,14 +756,22 @@ class Recall:
             if matched:
                 f[_NEWS] = news_worth * _news(folded, seen) / NEWS_CAP
             score = sum(map(operator.mul, self.weights, f))
+            shown = None
+            if answers and not question.asks_reply and not only_asks(context):
+                # "Brightwater is on Fly.io. How do I stop the health check failing?": the
+                # reply counts for its conversation, but as its match the request that said
+                # it is shown, unless the search asks for what the reply holds.
+                lent = self.weights[_ANSWER] * f[_ANSWER]
+                shown = score - lent - self.weights[_NEAR_CONTEXT] * f[_NEAR_CONTEXT]
             asks = bool(row.asks) and only_asks(row.head or "")
             if asks:
                 score *= ASKING
+                shown = None if shown is None else shown * ASKING
             if self.observer is not None:
                 recorded.append((row.id, (*f, float(asks))))
             topical = any(k not in names for k in matched)
             out.append(
-                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical)
+                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical, shown)
             )
         if self.observer is not None:
             self.observer(recorded)
@@ -906,7 +924,9 @@ def _conversations(
     session_weights: Sequence[float] = (NAME_IN_SESSION, COVER, RUNNER_UP),
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
-    counted per session instead: see Recall._named)."""
+    counted per session instead: see Recall._named). The match shown is the best message by
+    what it holds itself (``_Scored.shown``): a reply read through a request that told what
+    it asks for counts for the conversation, and the request is shown."""
     by_root: dict[str, list[_Scored]] = defaultdict(list)
     for s in scored:
         by_root[s.root].append(s)
@@ -919,11 +939,14 @@ def _conversations(
         for k in others:
             strength = max(m.matched.get(k, 0.0) for m in messages[1:])
             extra += session_weights[1] * idf[k] * weights[k] * strength
-        second = next((m for m in messages[1:] if m.session_id == best.session_id), None)
         if len(messages) > 1:
             extra += session_weights[2] * messages[1].score
         total = best.score + extra
-        hit = Hit(best.id, best.session_id, best.root, total)
+        shown = max(messages, key=lambda s: (s.score if s.shown is None else s.shown, s.id))
+        second = next(
+            (m for m in messages if m is not shown and m.session_id == shown.session_id), None
+        )
+        hit = Hit(shown.id, shown.session_id, shown.root, total)
         topical = any(m.topical for m in messages)
         ranked.append((total, Ranked(hit, second.id if second else None, topical)))
     ranked.sort(key=lambda r: (r[0], r[1].hit.message_id), reverse=True)
