@@ -2,7 +2,7 @@
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
         natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
-        agent-later|all] [--misses N] [--postgres URL] [--semantic] [--train]
+        agent-later|agent-asked|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
 sessions each over about eight months, a session every one to two weeks): greetings, small talk,
@@ -37,7 +37,8 @@ seventh round's ranking changes, as people say questions aloud, without looking 
 (measured only). ``agent-dev`` and ``agent-test`` (recall_agent.py, ninth round) ask about an
 agent's own sessions with its user, requests and long replies stored without names; dev may be
 tuned on, test is measured only, ``agent-fresh`` was written after the ranking changes
-chosen on dev and ``agent-later`` after the tenth round's (both measured only). Each prints,
+chosen on dev, ``agent-later`` after the tenth round's and ``agent-asked`` after the eleventh
+round's (all three measured only). Each prints,
 for Cairn (``session_search`` discover, limit 5) and for a plain FTS5 baseline computed in the
 same run (porter tokenizer, stopwords dropped, bm25, the 5 best turns and their sessions):
 
@@ -1470,7 +1471,7 @@ def run_diary(
     return _measure(title, archive, by_batch.__getitem__, batches, misses, postgres, semantic)
 
 
-AGENT_BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later")
+AGENT_BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later", "agent-asked")
 
 
 def run_agent(
@@ -1674,7 +1675,8 @@ def main(argv: list[str] | None = None) -> int:
         "--batch",
         default="all",
         help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later or all",
+        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later, agent-asked "
+        "or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(

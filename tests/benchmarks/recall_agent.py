@@ -51,7 +51,7 @@ from recall import (  # type: ignore[import-not-found]  # noqa: E402
 )
 
 AGENT_SEED = 211
-BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later")
+BATCHES = ("agent-dev", "agent-test", "agent-fresh", "agent-later", "agent-asked")
 SESSIONS = 220
 START = datetime(2025, 1, 6, 9, 30, tzinfo=UTC)
 USER, ASSISTANT = "user", "assistant"
@@ -1004,11 +1004,97 @@ LATER: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# Written after the eleventh round's change (who holds the answer: a request that tells, or the
+# reply to it, by what the search asks; chosen on agent-dev), without running it: short direct
+# questions, some put politely to the agent ("do you remember…", "can you tell me…") though
+# the fact is the user's own, and some after the reply's advice without naming who gave it.
+ASKED: dict[str, list[tuple[str, str]]] = {
+    "hosting": [
+        ("single", "Do you remember which provider {project} is on?"),
+        ("single", "{project} is on which host again?"),
+    ],
+    "database": [
+        ("single", "What was the verdict on the {project} database?"),
+        ("inference", "Is {project} still on the same database?"),
+    ],
+    "runner": [
+        ("single", "Which runner is the {project} suite on now?"),
+        ("single", "What was the advice for the flaky {project} tests?"),
+    ],
+    "retry": [
+        ("single", "What delay do the {project} webhook retries start at?"),
+        ("single", "Remind me of the plan for failed {project} payment webhooks"),
+    ],
+    "diet": [
+        ("single", "What does {partner} have to avoid?"),
+        ("inference", "Is anyone I cook for on a special diet?"),
+    ],
+    "school": [
+        ("single", "What's the name of {kid}'s new school?"),
+        ("inference", "Have you got a note of my kid's school?"),
+    ],
+    "dog": [
+        ("single", "What kind of dog is {name}?"),
+        ("inference", "What's the name of my rescue?"),
+    ],
+    "injury": [
+        ("single", "Which part of me is the physio treating?"),
+        ("single", "How did I get injured?"),
+    ],
+    "car": [
+        ("single", "Which month does the {model} need its MOT?"),
+        ("inference", "What model is my car?"),
+    ],
+    "mortgage": [
+        ("single", "What percentage was the five-year fix?"),
+        ("inference", "Would you remind me what the broker quoted?"),
+    ],
+    "language": [
+        ("single", "How long do I spend on {lang} every day?"),
+        ("inference", "Which language did I take up?"),
+    ],
+    "newsletter": [
+        ("single", "Which day does {name} go out?"),
+        ("inference", "What's my newsletter called?"),
+    ],
+    "medication": [
+        ("single", "What is the {med} for?"),
+        ("inference", "Which pill do I take with breakfast?"),
+    ],
+    "birthday": [
+        ("single", "What present is {who} after?"),
+        ("inference", "Can you tell me what my relative wants as a gift?"),
+    ],
+    "backup": [
+        ("single", "Where do the family photos get copied to?"),
+        ("single", "What time does the photo backup run?"),
+    ],
+    "release": [
+        ("multi", "Which {project} versions have shipped?"),
+        ("temporal", "What went into the {project} release in {month} {year}?"),
+    ],
+    "outage": [
+        ("multi", "What has taken {project} down?"),
+        ("temporal", "What caused the {project} outage {ago}?"),
+    ],
+    "race": [
+        ("multi", "Which events have I raced?"),
+        ("temporal", "What time did I run in {month} {year}?"),
+    ],
+    "book": [
+        ("multi", "What have I read lately?"),
+        ("temporal", "What was the book I finished in {month} {year}?"),
+    ],
+}
+
+
 def _templates(kind: str, batch: str) -> list[tuple[str, str]]:
     if batch == "agent-fresh":
         return FRESH[kind]
     if batch == "agent-later":
         return LATER[kind]
+    if batch == "agent-asked":
+        return ASKED[kind]
     return (SINGLE | SERIES)[kind][batch]
 
 
