@@ -32,6 +32,8 @@ _GRAM_TERM = re.compile(CJK_GRAM_CLASS + "{1,2}")
 def fold(word: str) -> str:
     """What unicode61 with remove_diacritics does to a token, near enough to compare words
     outside the index."""
+    if word.isascii():  # most words, and already decomposed: a snippet folds every word
+        return word.lower()
     decomposed = unicodedata.normalize("NFKD", word.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 

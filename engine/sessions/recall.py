@@ -483,7 +483,7 @@ class Recall:
         worth = [idf[k] * weights[k] for k in range(len(idf))]
         flat, per_token = 1 - FIRST_B, FIRST_B / average
         scores = [
-            (sum(worth[k] for k in held) / (flat + per_token * lengths[i]), i)
+            (sum(map(worth.__getitem__, held)) / (flat + per_token * lengths[i]), i)
             for i, held in holds.items()
         ]
         # A concept walked whole (few matches) names every message that has it; the others'
@@ -643,19 +643,24 @@ class Recall:
         first = {i: score for score, i in wide}
         worth = [idf[k] * weights[k] for k in range(len(patterns))]
         completed = []
+        concepts = range(len(patterns))
+        empty: set[int] = set()
         for i, head in self._fetch(_HEADS.format(_id_list(first))):
             # Lower case only: folding accents costs ~0.1 ms for a head of non-ASCII text,
             # hundreds of times a question; a word written with its accent is missed here and
             # stays a candidate by its first score.
             folded = (head or "").lower()
-            held = holds.get(i, set())
-            base = sum(worth[k] for k in held) or 1.0
-            gained = sum(
-                worth[k]
-                for k, words in enumerate(needles)
-                if k not in held and any(w in folded for w in words)
-            )
-            completed.append((first[i] * (1 + gained / base), i))
+            held = holds.get(i, empty)
+            base = gained = 0.0
+            for k in concepts:  # a loop, not generators: hundreds of heads a question
+                if k in held:
+                    base += worth[k]
+                    continue
+                for w in needles[k]:
+                    if w in folded:
+                        gained += worth[k]
+                        break
+            completed.append((first[i] * (1 + gained / (base or 1.0)), i))
         return [i for _, i in heapq.nlargest(want, completed)]
 
     def _rescore(
