@@ -74,6 +74,11 @@ PRE_PER_RESULT, PRE_MIN = 12, 24  # candidates read and scored on their text, pe
 WIDE_PER_RESULT, WIDE_MAX = 48, 480
 # Messages of concepts found whole, read and scored besides (their walks hold <= FEW each).
 RARE_EXTRA = 16
+# Asked for what a reply holds (Question.asks_reply), the turn after each of this many best
+# candidates is read as well as after those that end in "?": a request need not ask ("Fernhill's
+# webhooks fail whenever the provider hiccups."). More read more noise as well as more cost:
+# other projects' replies lent the same words (chosen on agent-dev: 2 against 1-24).
+REPLIES_OF_BEST = 2
 POSITIONS = 16  # of a concept's places in a message, those kept for proximity
 EXACT, STEMMED, CONTEXT = 1.0, 0.85, 0.5
 ASKING = 0.75  # a message that asks, beside one that tells
@@ -530,7 +535,8 @@ class Recall:
             extra = (x for x in scores if x[1] in wanted and x[1] not in chosen)
             pre += [i for _, i in heapq.nlargest(RARE_EXTRA, extra)]
         reads = self._read(pre)
-        answers = {a.row.id: a for a in self._answers(reads, filters, question.asks_reply)}
+        best = pre[:REPLIES_OF_BEST] if question.asks_reply else ()
+        answers = {a.row.id: a for a in self._answers(reads, filters, best)}
         # A candidate that answers one that asks is scored with the question as its context
         # (a short reply already has it, indexed).
         read_ids = {r.row.id for r in reads}
@@ -590,7 +596,7 @@ class Recall:
         return [_Read(row, _folded(row.head or ""), _folded(row.context or "")) for row in rows]
 
     def _answers(
-        self, reads: Sequence[_Read], filters: Filters, every: bool = False
+        self, reads: Sequence[_Read], filters: Filters, also: Collection[int] = ()
     ) -> list[_Read]:
         """The turn after each candidate that asks (said by the other side), as a candidate
         of its own with the question as its context. A short reply is indexed with the turn
@@ -599,10 +605,9 @@ class Recall:
         WAL mode" without naming the project or the database: the question's words are in the
         question only. The answer is held to the search's filters as any candidate is.
 
-        With ``every`` (the search asks for what a reply holds: Question.asks_reply) the turn
-        after every candidate is read, a request that asks nothing ("Fernhill's webhooks fail
-        whenever the provider hiccups.") as well."""
-        asking = [r.row.id for r in reads if r.row.asks or every]
+        The turn after each candidate in ``also`` is read too, whether it asks or not (the
+        best few, when the search asks for what a reply holds: REPLIES_OF_BEST)."""
+        asking = [r.row.id for r in reads if r.row.asks or r.row.id in also]
         if not asking or filters.roles:
             return []  # with a role filter the message itself must say it (Recall._walks)
         where, params = filters.sql()
