@@ -935,8 +935,8 @@ def _conversations(
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
     counted per session instead: see Recall._named). The match shown is the best message by
-    what it holds itself (``_Scored.shown``): a reply read through a request that told what
-    it asks for counts for the conversation, and the request is shown."""
+    what it holds itself (``_Scored.shown``): a reply read through a request that tells
+    counts in full for its conversation, and the request that said it is shown."""
     by_root: dict[str, list[_Scored]] = defaultdict(list)
     for s in scored:
         by_root[s.root].append(s)

@@ -1,7 +1,7 @@
 """Relevance benchmark of session_search on natural-language questions, against plain FTS5.
 
     python tests/benchmarks/recall.py [--seed 11] [--batch tuning|held-out|fresh|new|unseen|later|
-        natural|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
+        natural|chat-dev|diary-dev|diary-test|diary-fresh|diary-spoken|agent-dev|agent-test|agent-fresh|
         agent-later|agent-asked|all] [--misses N] [--postgres URL] [--semantic] [--train]
 
 A deterministic archive of long chatty conversations between pairs of friends (six pairs, 24
@@ -19,7 +19,7 @@ evidence on purpose: synonyms, other inflections (``adopted`` / ``adoption``), c
 (``road trip`` / ``roadtrips``), question words, the speaker's name. Each question lists its
 evidence turns and their sessions.
 
-Seven batches, each from its own templates: ``tuning`` (the phrasings Cairn is tuned on, and the
+Eight batches, each from its own templates: ``tuning`` (the phrasings Cairn is tuned on, and the
 only batch ``--train`` learns from), ``held-out`` (other phrasings of the same facts, never
 looked at while tuning), ``fresh`` and ``new`` (written at later rounds, over archives of other
 seeds), ``unseen`` (phrasings of its own, written before the learned weights, measured only),
@@ -28,7 +28,10 @@ people ask, the name, a question word and a word of the evidence, over an archiv
 turns that say the same words of someone else; a plain index is strong there; its temporal
 misses were read once, in the fourth round, so it is a development set since), and ``later``
 (an agent's requests on its user's behalf, "remind me…", written in the fifth round after the
-semantic weights were chosen, over a sixth archive with echoes, measured only). Two more,
+semantic weights were chosen, over a sixth archive with echoes, measured only); ``chat-dev``
+(eleventh round) is a second development batch, since tuning is answered whole: notes typed
+as fragments and other words for the facts ("new wheels", "gig"), over an archive of its own
+with echoes. Two more,
 ``diary-dev`` and ``diary-test``, come from another generator (recall_diary.py: other people,
 other topics, long turns that mix several pieces of news), written in the sixth round without
 looking at this one's templates; dev may be tuned on, test is measured only, ``diary-fresh``
@@ -1286,7 +1289,12 @@ def _lexical(q: Question, archive_turns: dict[tuple[str, int], str]) -> bool:
     return bool(words) and words <= have
 
 
-DEVELOPMENT = ("tuning", "diary-dev", "agent-dev")  # the batches whose misses may be read
+DEVELOPMENT = (
+    "tuning",
+    "chat-dev",
+    "diary-dev",
+    "agent-dev",
+)  # the batches whose misses may be read
 
 
 def evaluate(
@@ -1427,12 +1435,83 @@ LATER_TEMPLATES: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# A second development batch for the chat archive (eleventh round), over an archive of its own
+# with echoes: the tuning batch is answered whole, so its misses no longer say what to build.
+# Fragments typed as notes ("{s} art show piece") and other words for the facts ("new wheels",
+# "gig", "allergies"), unlike the templates of the other chat batches.
+CHAT_DEV_SEED = 127
+CHAT_DEV_TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "pet": [
+        ("single", "{s} got a {young}?"),
+        ("single", "name of {s}'s new {animal}"),
+        ("inference", "Is {s} a dog or cat person?"),
+    ],
+    "instrument": [
+        ("single", "what's {s} learning to play"),
+        ("inference", "Is {s} musical?"),
+    ],
+    "painting": [
+        ("single", "{s} art show piece"),
+        ("inference", "Has {s} exhibited any artwork?"),
+    ],
+    "job": [
+        ("single", "where does {s} work now"),
+        ("single", "{s}'s new role after the interview"),
+        ("inference", "Did {s} change careers?"),
+    ],
+    "race": [
+        ("single", "{s} {kind} finishing time"),
+        ("inference", "Has {s} done any running events?"),
+    ],
+    "allergy": [
+        ("single", "food {s} is allergic to"),
+        ("inference", "Does {s} have any allergies?"),
+    ],
+    "book": [
+        ("single", "the novel {s} stayed up late reading"),
+        ("inference", "What genre does {s} enjoy?"),
+    ],
+    "car": [
+        ("single", "how much did {s} pay for the car"),
+        ("single", "{s}'s new wheels"),
+    ],
+    "garden": [
+        ("single", "vegetables in {s}'s raised beds"),
+        ("inference", "Does {s} do any gardening?"),
+    ],
+    "volunteer": [
+        ("single", "{s} volunteering schedule"),
+        ("inference", "Does {s} do unpaid work for the community?"),
+    ],
+    "move": [
+        ("single", "which city {s} is moving to"),
+        ("inference", "Is {s} signing a new lease?"),
+    ],
+    "trip": [
+        ("multi", "all of {s}'s family drives"),
+        ("temporal", "{s} trip {month} {year}"),
+        ("temporal", "where {s} drove to {ago}"),
+    ],
+    "bake": [
+        ("multi", "things {s} has baked"),
+        ("temporal", "{s} baking {month} {year}"),
+        ("temporal", "what {s} made for the neighbours {ago}"),
+    ],
+    "concert": [
+        ("multi", "live music {s} has been to"),
+        ("temporal", "gig {s} went to in {month} {year}"),
+        ("temporal", "which act {s} saw {ago}"),
+    ],
+}
+
+
 OWN_ARCHIVE: dict[str, tuple[int, dict[str, list[tuple[str, str]]], bool]] = {
     "fresh": (FRESH_SEED, FRESH_TEMPLATES, False),
     "new": (NEW_SEED, NEW_TEMPLATES, False),
     "unseen": (UNSEEN_SEED, UNSEEN_TEMPLATES, False),
     "natural": (NATURAL_SEED, NATURAL_TEMPLATES, True),
     "later": (LATER_SEED, LATER_TEMPLATES, True),
+    "chat-dev": (CHAT_DEV_SEED, CHAT_DEV_TEMPLATES, True),
 }
 
 
@@ -1674,9 +1753,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch",
         default="all",
-        help="tuning, held-out, fresh, new, unseen, natural, later, diary-dev, diary-test, "
-        "diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later, agent-asked "
-        "or all",
+        help="tuning, held-out, fresh, new, unseen, natural, later, chat-dev, diary-dev, "
+        "diary-test, diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later, "
+        "agent-asked or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
