@@ -743,6 +743,40 @@ def test_a_request_that_tells_is_the_match_unless_the_search_asks_for_the_reply(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_asked_what_was_suggested_the_reply_to_a_request_that_asks_nothing_is_the_match(
+    home: Home, backend: str
+) -> None:
+    """The request "Fernhill's webhook calls fail whenever the payment provider hiccups."
+    ends in no "?", so its long reply is not read through it for a plain question. Asked what
+    was suggested, the replies of the best candidates are read too, and the reply with the
+    retry policy, which names neither Fernhill nor its webhooks, is the match."""
+    store = open_store(backend, home)
+    ids = _agent(
+        store,
+        "retry",
+        1,
+        "Fernhill's webhook calls fail whenever the payment provider hiccups.",
+        "Retry with exponential backoff starting at 500 milliseconds, at most 3 attempts, and "
+        "send what still fails to a dead-letter table. Keep the handler idempotent, so that a "
+        "call that arrives twice does no harm, and log each attempt with the request id.",
+        "Perfect, I'll set it up like that.",
+    )
+    assert len(store.message(ids[1]).content) > 200
+    for n in range(20):  # backoff is talked of elsewhere, Fernhill's webhooks once
+        _agent(
+            store,
+            f"help-{n}",
+            2 + n,
+            f"Can you review pull request {n} of the scraper?",
+            "Exponential backoff with some jitter keeps clients from retrying in lockstep, and "
+            "the rest of the change looks fine to me.",
+        )
+    card = _ask(store, "What backoff did you suggest for Fernhill's webhooks?")["results"][0]
+    assert card["session_id"] == "retry"
+    assert card["match_message_id"] == ids[1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_reply_read_through_its_question_is_held_to_the_filters(home: Home, backend: str) -> None:
     """Tool output is left out of the model's searches unless asked for, and a role filter
     asks for what that role said itself: the turn after a matching question (a short tool
