@@ -736,7 +736,7 @@ def test_a_request_that_tells_is_the_match_unless_the_search_asks_for_the_reply(
     told = _ask(store, "Where is Brightwater hosted?")["results"][0]
     assert told["session_id"] == "deploy"
     assert told["match_message_id"] == ids[0]
-    assert ids[1] in {m["id"] for m in told["messages"]}
+    assert told["second_match_message_id"] == ids[1]  # the reply still counts for it
     why = _ask(store, "Why did Brightwater go down?")["results"][0]
     assert why["session_id"] == "outage"
     assert why["match_message_id"] == down[1]
@@ -774,6 +774,43 @@ def test_asked_what_was_suggested_the_reply_to_a_request_that_asks_nothing_is_th
     card = _ask(store, "What backoff did you suggest for Fernhill's webhooks?")["results"][0]
     assert card["session_id"] == "retry"
     assert card["match_message_id"] == ids[1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_asked_what_was_suggested_the_users_next_message_does_not_borrow_the_reply(
+    home: Home, backend: str
+) -> None:
+    """The reply itself is among the best candidates, and the turn after it is the user's
+    next message, about something else: that message is no answer to the reply. Read through
+    it, with the reply's words lent to it, it was the conversation's runner-up (and with other
+    words, the match); the request the reply answers is."""
+    store = open_store(backend, home)
+    ids = _agent(
+        store,
+        "retry",
+        1,
+        "The booking site's webhook calls fail whenever the payment provider hiccups.",
+        "For Fernhill, retry with exponential backoff starting at 500 milliseconds, at most 3 "
+        "attempts, and send what still fails to a dead-letter table. Keep the handler "
+        "idempotent, so that a call that arrives twice does no harm.",
+        "Thanks, that works. A different thing now: the nightly export job times out after an "
+        "hour on the biggest accounts, and its progress bar never moves past the first step "
+        "even when the logs show rows being written. Where would you start looking for that?",
+    )
+    assert len(store.message(ids[2]).content) > 200  # long: read for scoring only
+    for n in range(20):
+        _agent(
+            store,
+            f"help-{n}",
+            2 + n,
+            f"Can you review pull request {n} of the scraper?",
+            "Exponential backoff with some jitter keeps clients from retrying in lockstep, and "
+            "the rest of the change looks fine to me.",
+        )
+    card = _ask(store, "What backoff did you suggest for Fernhill's webhooks?")["results"][0]
+    assert card["session_id"] == "retry"
+    assert card["match_message_id"] == ids[1]
+    assert card["second_match_message_id"] == ids[0]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -37,13 +37,20 @@ DETERMINERS = frozenset(
 # "Caroline's" is about Caroline; "don't" is two words of filler.
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['’]s\b")
 _APOSTROPHE = re.compile(r"(?<=[^\W_])['’](?=[^\W_])")
-# "why …", "how …" but not "how many / long / …" (a count or a measure, which a request can
-# state), and the one who was asked as the subject: "did you suggest", "you recommended".
+# "why …", "how …" (after a lead-in such as "so" or "remind me"), but not "how many / long /
+# tall …" (a count or a measure, which a request can state), and the one who was asked as the
+# subject: "did you suggest", "you recommended", "your advice".
+_MEASURES = (
+    "many|much|long|often|frequently|old|far|big|soon|tall|fast|large|high|wide|deep|heavy|"
+    "expensive"
+)
 _ASKS_REPLY = re.compile(
-    r"^\W*(?:why\b|how\b(?!\s+(?:many|much|long|often|old|far|big|soon|come)\b))"
+    r"^\W*(?:(?:so|and|but|then|remind me|tell me|explain)\W+)?"
+    rf"(?:why\b|how\b(?!\s+(?:{_MEASURES})\b))"
     r"|\b(?:did|do|would|could|can|will|should|have|had)\s+(?:you|we)\b"
     r"|\b(?:you|we)\s+(?:suggested|recommended|advised|proposed|said|told|thought|agreed|decided"
-    r"|chose|settled|picked)\b",
+    r"|chose|settled|picked)\b"
+    r"|\byour\s+(?:advice|suggestion|recommendation|plan|fix)\b",
     re.IGNORECASE,
 )
 

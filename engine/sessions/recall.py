@@ -27,8 +27,8 @@ the history speaks as ("Brightwater", a project) as a word of the topic.
 Then whole conversations are ranked: the best message, plus a share of the weight of each
 concept that the best message lacks and another message of the conversation has, a share of
 the runner-up, and a share of each name the session holds (only in a conversation about the
-topic). The card shows the best message and, when it is elsewhere in the session, the
-runner-up.
+topic). The card shows the best message by what it holds itself (a reply read through a
+request that tells shows the request) and, when it is elsewhere in the session, the runner-up.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ MAX_COMPOUND = 24  # letters: a longer "word" is noise, not two words run togeth
 FEATURES = (
     "exact",  # a word as typed, in the message
     "stemmed",  # another form of it (stem, compound, agent noun's verb)
-    "answer",  # only in the turn the message answers, and that turn asks
+    "answer",  # only in the turn the message answers, and that turn asks (or was asked of)
     "context",  # only in the turn before a short message, which does not ask
     "indexed",  # found by the index, not in the scanned head (a long message)
     "speaker",  # a name concept, where the message is said by that person (``Name: …``)
@@ -178,7 +178,7 @@ _ANSWERS = (
     f"substr(q.content, 1, {CONTEXT_CHARS}) AS context "
     "FROM messages AS q JOIN messages AS m ON m.id = (SELECT min(n.id) FROM messages AS n "
     "WHERE n.session_id = q.session_id AND n.id > q.id AND n.content != '') "
-    "JOIN sessions AS s ON s.id = m.session_id WHERE q.id IN ({ids}) AND m.role != q.role"
+    "JOIN sessions AS s ON s.id = m.session_id WHERE ({which}) AND m.role != q.role"
 )
 # The heads alone, for choosing among more candidates than are scored (Recall._narrowed).
 _HEADS = f"SELECT id, substr(content, 1, {SCAN_CHARS}) FROM messages WHERE id IN ({{}})"
@@ -224,7 +224,8 @@ class _Form:
 
 @dataclass
 class Ranked:
-    """A conversation's best message, the runner-up in the same session, and the score."""
+    """A conversation's match (its best message by what it holds itself), the runner-up in
+    the same session, and the conversation's score."""
 
     hit: Hit
     second: int | None
@@ -537,8 +538,8 @@ class Recall:
         reads = self._read(pre)
         best = pre[:REPLIES_OF_BEST] if question.asks_reply else ()
         answers = {a.row.id: a for a in self._answers(reads, filters, best)}
-        # A candidate that answers one that asks is scored with the question as its context
-        # (a short reply already has it, indexed).
+        # A candidate that answers one that asks (or, asked for a reply, a request among the
+        # best) is scored with the question as its context (a short reply has it, indexed).
         read_ids = {r.row.id for r in reads}
         reads = [r if r.row.context else answers.get(r.row.id, r) for r in reads]
         reads += [a for i, a in answers.items() if i not in read_ids]
@@ -605,13 +606,19 @@ class Recall:
         WAL mode" without naming the project or the database: the question's words are in the
         question only. The answer is held to the search's filters as any candidate is.
 
-        The turn after each candidate in ``also`` is read too, whether it asks or not (the
+        The turn after each user's turn in ``also`` is read too, whether it asks or not (the
         best few, when the search asks for what a reply holds: REPLIES_OF_BEST)."""
-        asking = [r.row.id for r in reads if r.row.asks or r.row.id in also]
-        if not asking or filters.roles:
+        asking = [r.row.id for r in reads if r.row.asks]
+        requests = [r.row.id for r in reads if r.row.id in also and not r.row.asks]
+        if not (asking or requests) or filters.roles:
             return []  # with a role filter the message itself must say it (Recall._walks)
+        which = [f"q.id IN ({_id_list(asking)})"] if asking else []
+        if requests:
+            # Only a user's turn is a request whose reply answers it: the turn after the
+            # assistant's reply is the user's next message, not what was asked for.
+            which.append(f"(q.id IN ({_id_list(requests)}) AND q.role = 'user')")
         where, params = filters.sql()
-        sql = _ANSWERS.format(ids=_id_list(asking)) + where
+        sql = _ANSWERS.format(which=" OR ".join(which)) + where
         rows = map(_Candidate._make, self._fetch(sql, params))
         return [
             _Read(row, _folded(row.head or ""), _folded(row.context or ""), False) for row in rows
@@ -934,9 +941,10 @@ def _conversations(
     session_weights: Sequence[float] = (NAME_IN_SESSION, COVER, RUNNER_UP),
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
-    counted per session instead: see Recall._named). The match shown is the best message by
-    what it holds itself (``_Scored.shown``): a reply read through a request that tells
-    counts in full for its conversation, and the request that said it is shown."""
+    counted per session instead: see Recall._named). The match shown is the message of the
+    best one's session with the most by what it holds itself (``_Scored.shown``): a reply read
+    through a request that tells counts in full for its conversation, and the request, which
+    said the words the reply was lent, is usually shown."""
     by_root: dict[str, list[_Scored]] = defaultdict(list)
     for s in scored:
         by_root[s.root].append(s)
@@ -952,7 +960,12 @@ def _conversations(
         if len(messages) > 1:
             extra += session_weights[2] * messages[1].score
         total = best.score + extra
-        shown = max(messages, key=lambda s: (s.score if s.shown is None else s.shown, s.id))
+        # Within the best message's session: a reply and the request it was read through
+        # are neighbours, and the names are checked in that session (Recall._named).
+        shown = max(
+            (m for m in messages if m.session_id == best.session_id),
+            key=lambda s: (s.score if s.shown is None else s.shown, s.id),
+        )
         second = next(
             (m for m in messages if m is not shown and m.session_id == shown.session_id), None
         )
