@@ -240,8 +240,9 @@ class _Scored:
     score: float
     matched: dict[int, float]  # concept index → match strength
     topical: bool = True  # a concept other than a name matched
-    # Its score as the conversation's match: less what a question that also tells lent it.
-    shown: float | None = None
+    # The part of the score a request that also tells lent it: as the conversation's match,
+    # a message counts ``score - lent`` (_conversations).
+    lent: float = 0.0
 
 
 class _Candidate(NamedTuple):
@@ -773,22 +774,22 @@ class Recall:
             if matched:
                 f[_NEWS] = news_worth * _news(folded, seen) / NEWS_CAP
             score = sum(map(operator.mul, self.weights, f))
-            shown = None
+            lent = 0.0
             if answers and not question.asks_reply and not only_asks(context):
                 # "Brightwater is on Fly.io. How do I stop the health check failing?": the
                 # reply counts for its conversation, but as its match the request that said
                 # it is shown, unless the search asks for what the reply holds.
                 lent = self.weights[_ANSWER] * f[_ANSWER]
-                shown = score - lent - self.weights[_NEAR_CONTEXT] * f[_NEAR_CONTEXT]
+                lent += self.weights[_NEAR_CONTEXT] * f[_NEAR_CONTEXT]
             asks = bool(row.asks) and only_asks(row.head or "")
             if asks:
                 score *= ASKING
-                shown = None if shown is None else shown * ASKING
+                lent *= ASKING
             if self.observer is not None:
                 recorded.append((row.id, (*f, float(asks))))
             topical = any(k not in names for k in matched)
             out.append(
-                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical, shown)
+                _Scored(row.id, row.session_id, row.root_session_id, score, matched, topical, lent)
             )
         if self.observer is not None:
             self.observer(recorded)
@@ -942,7 +943,7 @@ def _conversations(
 ) -> list[tuple[float, Ranked]]:
     """Conversations by their best message and what their other messages add (names are
     counted per session instead: see Recall._named). The match shown is the message of the
-    best one's session with the most by what it holds itself (``_Scored.shown``): a reply read
+    best one's session with the most by what it holds itself (``score - lent``): a reply read
     through a request that tells counts in full for its conversation, and the request, which
     said the words the reply was lent, is usually shown."""
     by_root: dict[str, list[_Scored]] = defaultdict(list)
@@ -964,7 +965,7 @@ def _conversations(
         # are neighbours, and the names are checked in that session (Recall._named).
         shown = max(
             (m for m in messages if m.session_id == best.session_id),
-            key=lambda s: (s.score if s.shown is None else s.shown, s.id),
+            key=lambda s: (s.score - s.lent, s.id),
         )
         second = next(
             (m for m in messages if m is not shown and m.session_id == shown.session_id), None
