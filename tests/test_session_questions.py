@@ -742,6 +742,19 @@ def test_a_request_that_tells_is_the_match_unless_the_search_asks_for_the_reply(
     assert why["match_message_id"] == down[1]
 
 
+def _backoff_talk(store: SessionStore, sessions: int = 20) -> None:
+    """Other sessions where backoff comes up, in reviews that name no project."""
+    for n in range(sessions):
+        _agent(
+            store,
+            f"help-{n}",
+            2 + n,
+            f"Can you review pull request {n} of the scraper?",
+            "Exponential backoff with some jitter keeps clients from retrying in lockstep, and "
+            "the rest of the change looks fine to me.",
+        )
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_asked_what_was_suggested_the_reply_to_a_request_that_asks_nothing_is_the_match(
     home: Home, backend: str
@@ -762,15 +775,7 @@ def test_asked_what_was_suggested_the_reply_to_a_request_that_asks_nothing_is_th
         "Perfect, I'll set it up like that.",
     )
     assert len(store.message(ids[1]).content) > 200
-    for n in range(20):  # backoff is talked of elsewhere, Fernhill's webhooks once
-        _agent(
-            store,
-            f"help-{n}",
-            2 + n,
-            f"Can you review pull request {n} of the scraper?",
-            "Exponential backoff with some jitter keeps clients from retrying in lockstep, and "
-            "the rest of the change looks fine to me.",
-        )
+    _backoff_talk(store)  # backoff is talked of elsewhere, Fernhill's webhooks once
     card = _ask(store, "What backoff did you suggest for Fernhill's webhooks?")["results"][0]
     assert card["session_id"] == "retry"
     assert card["match_message_id"] == ids[1]
@@ -798,15 +803,7 @@ def test_asked_what_was_suggested_the_users_next_message_does_not_borrow_the_rep
         "even when the logs show rows being written. Where would you start looking for that?",
     )
     assert len(store.message(ids[2]).content) > 200  # long: read for scoring only
-    for n in range(20):
-        _agent(
-            store,
-            f"help-{n}",
-            2 + n,
-            f"Can you review pull request {n} of the scraper?",
-            "Exponential backoff with some jitter keeps clients from retrying in lockstep, and "
-            "the rest of the change looks fine to me.",
-        )
+    _backoff_talk(store)
     card = _ask(store, "What backoff did you suggest for Fernhill's webhooks?")["results"][0]
     assert card["session_id"] == "retry"
     assert card["match_message_id"] == ids[1]
