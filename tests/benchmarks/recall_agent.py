@@ -1088,13 +1088,13 @@ ASKED: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# The batches written after the first two, each with templates of its own per kind of fact.
+LATER_BATCHES = {"agent-fresh": FRESH, "agent-later": LATER, "agent-asked": ASKED}
+
+
 def _templates(kind: str, batch: str) -> list[tuple[str, str]]:
-    if batch == "agent-fresh":
-        return FRESH[kind]
-    if batch == "agent-later":
-        return LATER[kind]
-    if batch == "agent-asked":
-        return ASKED[kind]
+    if batch in LATER_BATCHES:
+        return LATER_BATCHES[batch][kind]
     return (SINGLE | SERIES)[kind][batch]
 
 
