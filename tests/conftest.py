@@ -99,15 +99,20 @@ def run_cairn(
 
 
 def insert_behind_the_index(store: SessionStore, session_id: str, content: str) -> None:
-    """Write a message the way a bug or another tool could: with the indexing trigger off,
-    so the SQLite full-text indexes no longer match the table."""
+    """Write a message the way a bug or another tool could: with the word and trigram
+    indexes' insert triggers off, so the SQLite full-text indexes no longer match the table."""
     from sqlalchemy import text
 
+    names = ("messages_ai", "messages_trigram_ai")
     with store.engine.begin() as conn:
-        trigger = conn.execute(
-            text("SELECT sql FROM sqlite_master WHERE name = 'messages_ai'")
-        ).scalar_one()
-        conn.execute(text("DROP TRIGGER messages_ai"))
+        triggers = [
+            conn.execute(
+                text("SELECT sql FROM sqlite_master WHERE name = :name"), {"name": name}
+            ).scalar_one()
+            for name in names
+        ]
+        for name in names:
+            conn.execute(text(f"DROP TRIGGER {name}"))
         conn.execute(
             text(
                 "INSERT INTO messages(session_id, role, content, timestamp) "
@@ -115,7 +120,8 @@ def insert_behind_the_index(store: SessionStore, session_id: str, content: str) 
             ),
             {"sid": session_id, "content": content},
         )
-        conn.execute(text(trigger))
+        for trigger in triggers:
+            conn.execute(text(trigger))
 
 
 def downgrade_to(store: SessionStore, revision: str) -> None:

@@ -15,6 +15,9 @@ Only for sessions created in the same transaction: a reply's context (the messag
 is taken from the new rows alone. The statements give each index what its trigger would have
 (``reindex --check`` compares them). When the database has insert triggers this module does not
 know (a newer schema), nothing is deferred and the triggers do the work as before.
+
+An import may leave the trigram and word-pair indexes, two thirds of the work, to a catch-up
+after it (``trail``; migration 0009 and backlog.py); search finds every message meanwhile.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Connection
+
+from engine.sessions import backlog
 
 # As migration 0006's trigger has them: a reply this short is indexed with the text it answers.
 # PostgreSQL's ranking and the vectors read a reply's context by the same two figures.
@@ -42,6 +47,8 @@ INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
     "messages_ai": (
         "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) "
         f"SELECT id, content, tool_name, tool_calls FROM messages WHERE {_RANGE}",
+    ),
+    "messages_trigram_ai": (
         f"INSERT INTO messages_trigram(rowid, content) SELECT id, content FROM messages "
         f"WHERE {_RANGE}",
     ),
@@ -66,6 +73,8 @@ INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
         f"SELECT id, content, context FROM messages_stem_source WHERE {_RANGE}",
     ),
 }
+# The triggers of the indexes that may trail the messages (migration 0009, backlog.py).
+TRAILING_TRIGGERS = ("messages_trigram_ai", "messages_pairs_ai")
 _TRIGGERS = (
     "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
     "AND upper(sql) LIKE '%INSERT ON MESSAGES%'"
@@ -81,10 +90,12 @@ def _last_id(conn: Connection) -> int:
 
 
 @contextmanager
-def deferred_indexing(conn: Connection) -> Iterator[None]:
+def deferred_indexing(conn: Connection, *, trail: bool = False) -> Iterator[None]:
     """Inside the caller's write transaction: messages inserted in the block are indexed in
-    bulk when it ends (see the module's text). Does nothing but run the block off SQLite, or
-    when the schema's insert triggers are not the ones known here."""
+    bulk when it ends (see the module's text). With ``trail``, or when the trailing indexes
+    already trail, the trigram and word-pair indexes are left to the catch-up (backlog.py).
+    Does nothing but run the block off SQLite, or when the schema's insert triggers are not
+    the ones known here."""
     if conn.dialect.name != "sqlite":
         yield
         return
@@ -99,7 +110,12 @@ def deferred_indexing(conn: Connection) -> Iterator[None]:
         yield
         high = _last_id(conn)
         if high > low:
+            if trail:
+                backlog.leave_behind(conn, low + 1)
+            behind = backlog.first_unindexed(conn) is not None
             for name in INSERT_TRIGGERS:
+                if behind and name in TRAILING_TRIGGERS:
+                    continue
                 for statement in INSERT_TRIGGERS[name]:
                     conn.exec_driver_sql(statement, (low, high))
     finally:

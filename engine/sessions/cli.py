@@ -134,6 +134,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "--check", action="store_true", help="only check (exit 1 if something is wrong)"
     )
     reindex.add_argument("--quick", action="store_true", help="with --check: quick_check only")
+    reindex.add_argument(
+        "--catch-up",
+        action="store_true",
+        help="only index what a large import left to the substring and phrase indexes",
+    )
 
 
 # -- plumbing ------------------------------------------------------------------------------------
@@ -464,6 +469,12 @@ def _import_text(report: ImportReport, source: str) -> str:
         lines += [f"  line {e.line}: {e.message}" for e in report.errors]
         if report.errors_total > len(report.errors):
             lines.append(f"  … and {report.errors_total - len(report.errors):,} more")
+    if report.index_backlog:
+        lines.append(
+            f"every message is searchable now; the substring and phrase indexes still lack "
+            f"{report.index_backlog:,} of them (until then substring searches are slower): "
+            "`cairn sessions reindex --catch-up` indexes them, and the app does it meanwhile"
+        )
     return "\n".join(lines)
 
 
@@ -592,8 +603,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _catch_up(args: argparse.Namespace, store: SessionStore) -> int:
+    bar = _Progress(None, "indexing")
+
+    def progress(done: int, left: int) -> None:
+        if bar.enabled:
+            sys.stderr.write(f"\rindexing: {done:,} messages, {left:,} left")
+            sys.stderr.flush()
+
+    try:
+        done = maintenance.catch_up(store, progress=progress)
+    finally:
+        bar.close()
+    _emit(
+        args,
+        {"ok": True, **done.model_dump()},
+        f"indexed {done.messages:,} messages for substrings and phrases in {done.seconds:.1f} s"
+        + ("; nothing is left" if not done.left else f"; {done.left:,} left"),
+    )
+    return 0
+
+
 def cmd_reindex(args: argparse.Namespace) -> int:
     store = _store(args)
+    if args.catch_up:
+        if args.check:
+            raise UsageError("give --check or --catch-up, not both")
+        return _catch_up(args, store)
     if args.check:
         report = maintenance.check(store, quick=args.quick)
         text = maintenance.describe_check(report)

@@ -13,7 +13,9 @@ text, identifiers such as ``snake_case`` or ``v2.14.3``, the whole query tried a
 the word-pair index ``messages_pairs`` (see pairs.py), substrings to the trigram index (three
 characters or more) and, for CJK words of one or two characters, to the gram index
 ``messages_cjk``. A query that needs two indexes walks one and asks the other about each
-message it finds.
+message it finds. After a large import the trigram and pair indexes may trail the messages
+(backlog.py): then phrases go to the word index, which matches them itself, and substrings
+are looked for in the text of the messages the trigram index does not hold yet.
 
 The ranking is BM25 computed here rather than by FTS5's bm25(): bm25() weighs each phrase by
 counting its matches over the whole table on every query (half a million index entries for a
@@ -38,6 +40,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from engine.sessions import backlog
 from engine.sessions.fulltext import Filters, Form, Hit, Order
 from engine.sessions.pairs import holds_phrase, pair_tokens
 from engine.sessions.query import Query, Term
@@ -81,6 +84,7 @@ class _Walk:
     flip: _Walk | None = None  # the same matches, walked through the other index
     fallback: _Walk | None = None  # the same matches, for when both indexes have many
     contains: tuple[str, ...] = ()  # substrings each match's content must hold (see below)
+    substrings: tuple[str, ...] = ()  # every substring looked for, for messages not indexed
 
 
 def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
@@ -194,9 +198,46 @@ def _holds_substring(content: str | None, literal: str) -> bool:
     return literal.translate(folding) in content.translate(folding)
 
 
+@functools.cache
+def _folded_into() -> dict[int, frozenset[int]]:
+    """For each character the trigram index folds others into, those others."""
+    into: dict[int, set[int]] = {}
+    for source, target in _trigram_folding().items():
+        into.setdefault(target, set()).add(source)
+    return {target: frozenset(sources) for target, sources in into.items()}
+
+
+def _text_filter(literal: str, name: str, params: dict[str, object]) -> str:
+    """A condition on ``f.content`` that every message holding ``literal`` (as the trigram
+    index compares text) meets, cheap enough to scan messages the index does not hold: the
+    exact text when no character folds to or from the literal's, else SQLite's LIKE (which
+    folds ASCII letters) or any other character that folds into one of them."""
+    folding, into = _trigram_folding(), _folded_into()
+    folded = [folding.get(ord(c), ord(c)) for c in literal]
+    if all(ord(c) not in folding and ord(c) not in into for c in literal):
+        params[name] = literal
+        return f"instr(f.content, :{name})"
+    if not literal.isascii():
+        return "1"  # rare: every message's text is read and compared
+    others = sorted({c for f in folded for c in into.get(f, ()) if c >= 0x80})
+    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    params[name] = f"%{escaped}%"
+    conditions = [f"f.content LIKE :{name} ESCAPE '\\'"]
+    for k, c in enumerate(others):
+        params[f"{name}_{k}"] = chr(c)
+        conditions.append(f"instr(f.content, :{name}_{k})")
+    return "(" + " OR ".join(conditions) + ")"
+
+
 class SqliteFullText:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    def behind(self) -> int | None:
+        """The first message id the trailing indexes do not hold yet, if any (backlog.py)."""
+        with driver_cursor(self.conn) as cursor:
+            row = cursor.execute(backlog.FIRST).fetchone()
+        return None if row is None else int(row[0])
 
     def _id_range(self, filters: Filters) -> tuple[int, int] | None:
         """The ids a date-bounded search can match, from the time spans of id blocks: an id
@@ -232,23 +273,35 @@ class SqliteFullText:
         match = " AND ".join(dict.fromkeys(t for lit in literals for t in _trigrams(lit)))
         # A literal of three characters is one trigram: the index alone answers it.
         contains = tuple(dict.fromkeys(lit for lit in literals if len(lit) > 3))
+        every = tuple(dict.fromkeys(literals))
         if grams is None:
-            return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, contains=contains)
+            return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, contains=contains, substrings=every)
         # The short CJK terms must be in the gram index's matches too. The unary + keeps
         # SQLite from handing the IN list to FTS5 as rowid lookups, which runs the trigram
         # query once per gram match and loses the index's id order.
         also = f" AND +f.rowid IN (SELECT rowid FROM {GRAM_TABLE} WHERE {GRAM_TABLE} MATCH :grams)"
-        return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, also, {"grams": grams}, contains=contains)
+        return _Walk(
+            TRIGRAM_TABLE,
+            match,
+            TRIGRAM_TABLE,
+            also,
+            {"grams": grams},
+            contains=contains,
+            substrings=every,
+        )
 
-    def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
-        """Messages holding every one of ``terms`` and none of ``excluded``."""
+    def _all_of(
+        self, terms: Sequence[Term], excluded: Sequence[Term], pairs_trail: bool = False
+    ) -> _Walk:
+        """Messages holding every one of ``terms`` and none of ``excluded``; through the word
+        index alone when the pair index trails the messages."""
         # A phrase whose words all fold away but one has no pair: it is a single word here.
         phrases = [t for t in terms if len(t.words) > 1 and pair_tokens(t.words)]
         singles = [t for t in terms if t not in phrases]
         in_words = " AND ".join(t.fts() for t in terms)
         if excluded:
             in_words += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
-        if not phrases:
+        if not phrases or pairs_trail:
             return _Walk(WORD_TABLE, in_words, WORD_TABLE)
         # Exclusions are asked message by message: of the word index for a word, of the pair
         # index for a phrase (all of its pairs).
@@ -286,9 +339,9 @@ class SqliteFullText:
             fallback=_Walk(WORD_TABLE, in_words, WORD_TABLE),
         )
 
-    def _walks(self, query: Query, form: Form) -> list[_Walk] | None:
+    def _walks(self, query: Query, form: Form, trail: bool) -> list[_Walk] | None:
         """The walks whose matches together are the matches of ``form``; None when the form
-        adds nothing for this query."""
+        adds nothing for this query. ``trail``: the pair index trails the messages."""
         if form == "substring":
             walk = self._substring_walk(query)
             return None if walk is None else [walk]
@@ -296,14 +349,14 @@ class SqliteFullText:
             return None  # CJK runs are single tokens: only substrings find them
         if form == "phrase":
             whole = query.phrase_term()
-            return None if whole is None else [self._all_of([whole], query.excluded)]
+            return None if whole is None else [self._all_of([whole], query.excluded, trail)]
         if form == "all":
-            return [self._all_of(query.terms, query.excluded)]
+            return [self._all_of(query.terms, query.excluded, trail)]
         if len(query.terms) < 2:
             return None
         # Each term walked and weighed on its own: a rare one is found over the whole history
         # however common the others are.
-        return [self._all_of([t], query.excluded) for t in query.terms]
+        return [self._all_of([t], query.excluded, trail) for t in query.terms]
 
     # -- walking and ranking ----------------------------------------------------------------
 
@@ -338,9 +391,24 @@ class SqliteFullText:
         budget: int,
         newest: bool = True,
         ids: tuple[int, int] | None = None,
+        behind: int | None = None,
     ) -> Found:
         """The first ``budget`` matches of ``walk`` in id order (newest first by default),
-        within the id range ``ids`` when given."""
+        within the id range ``ids`` when given. ``behind``: the first id the trailing indexes
+        do not hold, whose messages a walk of the trigram index reads the text of instead."""
+        if behind is not None and walk.table == TRIGRAM_TABLE:
+            # The index holds every message below ``behind`` and none from it on: newest first,
+            # the messages not indexed come first.
+            merged: Found = []
+            for part in ("scan", "index") if newest else ("index", "scan"):
+                left = budget - len(merged)
+                if part == "scan":
+                    merged += self._scan(walk, filters, left, newest, ids, behind)
+                else:
+                    merged += self._walk(walk, filters, left, newest, ids)
+                if len(merged) >= budget:
+                    break
+            return merged
         where, params = filters.sql()
         if ids is not None:
             where += " AND f.rowid BETWEEN :first_id AND :last_id"
@@ -381,22 +449,64 @@ class SqliteFullText:
                         break
             return found
 
+    def _scan(
+        self,
+        walk: _Walk,
+        filters: Filters,
+        budget: int,
+        newest: bool,
+        ids: tuple[int, int] | None,
+        behind: int,
+    ) -> Found:
+        """The first ``budget`` messages from id ``behind`` on that hold every substring of a
+        trigram walk: their text filtered by SQLite, then compared as the index would."""
+        if budget <= 0:
+            return []
+        where, params = filters.sql()
+        if ids is not None:
+            where += " AND f.rowid BETWEEN :first_id AND :last_id"
+            params.update(first_id=ids[0], last_id=ids[1])
+        texts = "".join(
+            " AND " + _text_filter(literal, f"scan{k}", params)
+            for k, literal in enumerate(walk.substrings)
+        )
+        params.update(walk.params, behind=behind)
+        sql = (
+            "SELECT f.rowid, f.content FROM messages AS f JOIN messages AS m ON m.id = f.rowid"
+            f"{_JOIN_SESSIONS if filters.on_sessions else ''} "
+            f"WHERE f.rowid >= :behind{texts}{walk.also}{where} "
+            f"ORDER BY f.rowid {'DESC' if newest else 'ASC'}"
+        )
+        found: Found = []
+        with driver_cursor(self.conn) as cursor:
+            for i, content in cursor.execute(sql, params):
+                if all(_holds_substring(content, literal) for literal in walk.substrings):
+                    # What the trigram index would count: a token for every three characters.
+                    found.append((i, max(0, len(content) - 2)))
+                    if len(found) == budget:
+                        break
+        return found
+
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None:
-        walks = self._walks(query, form)
+        behind = self.behind()
+        walks = self._walks(query, form, trail=behind is not None)
         if walks is None:
             return None
         walks = [self._sparser(w) for w in walks]
         id_range = self._id_range(filters)
         if order != "relevance":
             # Room for candidates that a phrase's confirmation turns down.
-            found = [self._walk(w, filters, 2 * limit, order == "newest", id_range) for w in walks]
+            found = [
+                self._walk(w, filters, 2 * limit, order == "newest", id_range, behind)
+                for w in walks
+            ]
             ids = sorted({i for f in found for i, _ in f}, reverse=order == "newest")
             return self._rows(self._confirmed([(i, 0.0) for i in ids], walks, found, limit))
         budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
         share = max(FEW, budget // len(walks))
-        found = [self._walk(w, filters, share, ids=id_range) for w in walks]
+        found = [self._walk(w, filters, share, ids=id_range, behind=behind) for w in walks]
         if not any(found):
             return []
         if form != "any" and len(found[0]) <= FEW:

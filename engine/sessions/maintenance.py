@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -33,6 +33,7 @@ from engine.db import (
     register_functions,
 )
 from engine.home import Home
+from engine.sessions import backlog
 from engine.sessions.fts_sqlite import BLOCK_BITS, BLOCKS, FILL_BLOCKS
 from engine.sessions.store import SessionStore
 
@@ -206,6 +207,7 @@ class CheckReport(BaseModel):
     integrity: list[str]  # ["ok"] or SQLite's findings
     fts: dict[str, str] = Field(default_factory=dict)  # table → "ok" or the problem
     counters_wrong: int = 0  # sessions whose message/tool-call counts disagree with messages
+    index_backlog: int = 0  # messages the trailing indexes do not hold yet (backlog.py)
     seconds: float = 0.0
 
 
@@ -225,10 +227,13 @@ _CALLS_OF = (
 _COUNTS_WRONG = f"message_count != {_MESSAGES_OF} OR tool_call_count != {_CALLS_OF}"
 
 
-def _fts_check(conn: Connection, table: str) -> str:
+def _fts_check(conn: Connection, table: str, against_messages: bool = True) -> str:
     try:
         # rank = 1: also compare the index with the rows of the external content table.
-        conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        rank = 1 if against_messages else 0
+        conn.exec_driver_sql(
+            f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', {rank})"
+        )
     except SqlDatabaseError as exc:
         message = str(exc.orig or exc)
         if "readonly" in message:
@@ -264,11 +269,17 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
         )
         blocks = _blocks_check(conn)
     fts: dict[str, str] = {}
+    behind = 0
     # The FTS5 check is an INSERT command: it needs a write transaction, rolled back after.
     with store._writer.connect() as conn:
         for table in FTS_TABLES:
             with conn.begin() as transaction:
-                fts[table] = _fts_check(conn, table)
+                # An index that trails holds fewer messages than the table: only its own
+                # structure can be checked until it has caught up.
+                trails = table in backlog.TRAILING and backlog.first_unindexed(conn) is not None
+                fts[table] = _fts_check(conn, table, against_messages=not trails)
+                if trails:
+                    behind = backlog.left(conn)
                 transaction.rollback()
     fts[BLOCKS] = blocks
     fts_ok = all(v in ("ok", NOT_CHECKED) for v in fts.values())
@@ -278,17 +289,29 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
         integrity=integrity,
         fts=fts,
         counters_wrong=counters_wrong,
+        index_backlog=behind,
         seconds=time.perf_counter() - started,
     )
 
 
-def _command(store: SessionStore, table: str, command: str) -> None:
-    """One FTS5 command ('rebuild', 'optimize') on ``table``, in a transaction of its own."""
+def _command(store: SessionStore, tables: Sequence[str], command: str) -> None:
+    """One FTS5 command ('rebuild', 'optimize') on each of ``tables``, in one transaction."""
 
     def work(conn: Connection) -> None:
-        conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('{command}')")
+        for table in tables:
+            conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('{command}')")
+        if command == "rebuild" and set(backlog.TRAILING) <= set(tables):
+            backlog.forget(conn)  # they hold every message now
 
     store._write(work)
+
+
+def _rebuild_steps() -> list[tuple[str, ...]]:
+    """The tables rebuilt together: the trailing ones in one transaction, which also ends
+    their backlog (rebuilt apart, one would hold messages from the backlog on while a write
+    meanwhile took them to be absent)."""
+    steps = [(table,) for table in FTS_TABLES if table not in backlog.TRAILING]
+    return [*steps, backlog.TRAILING]
 
 
 def reindex(
@@ -299,10 +322,11 @@ def reindex(
     ``progress(steps_done, steps_total)`` after each step; each step is one transaction.
     """
     started = time.perf_counter()
-    steps = len(FTS_TABLES) + 2
+    rebuilds = _rebuild_steps()
+    steps = len(rebuilds) + 2
     set_automerge(store, AUTOMERGE)  # in case an import was killed while it was raised
-    for done, table in enumerate(FTS_TABLES, start=1):
-        _command(store, table, "rebuild")
+    for done, tables in enumerate(rebuilds, start=1):
+        _command(store, tables, "rebuild")
         if progress is not None:
             progress(done, steps)
 
@@ -360,9 +384,9 @@ def set_automerge(store: SessionStore, segments: int) -> None:
     store._write(work)
 
 
-def optimize(store: SessionStore) -> None:
-    """Merge each full-text index into a single segment (SQLite only), merging as usual again
-    from then on.
+def optimize(store: SessionStore, tables: Sequence[str] = FTS_TABLES) -> None:
+    """Merge each full-text index of ``tables`` into a single segment (SQLite only), merging
+    as usual again from then on.
 
     Bulk imports leave many segments behind, and every query reads each one; merged, the
     common-term and phrase queries of a large history read one b-tree per term instead.
@@ -370,8 +394,8 @@ def optimize(store: SessionStore) -> None:
     if store.engine.dialect.name != "sqlite":
         return
     set_automerge(store, AUTOMERGE)
-    for table in FTS_TABLES:
-        _command(store, table, "optimize")
+    for table in tables:
+        _command(store, [table], "optimize")
     # The merged indexes are rewritten into the WAL; until it is folded back into the
     # database file, every read goes through a WAL index as large as the indexes themselves.
     # Outside any transaction: an open one on this connection would hold the WAL in place.
@@ -384,11 +408,53 @@ def optimize(store: SessionStore) -> None:
         raw.close()
 
 
+class CatchUp(BaseModel):
+    messages: int  # indexed by this catch-up
+    left: int  # still to index (0 when caught up)
+    seconds: float
+
+
+def catch_up(
+    store: SessionStore,
+    *,
+    chunk: int = backlog.CHUNK,
+    progress: Callable[[int, int], None] | None = None,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> CatchUp:
+    """Index what the trailing indexes lack (backlog.py), a chunk per transaction, while
+    ``keep_going()``; ``progress(indexed, left)`` after each chunk. A large catch-up ends by
+    merging the two indexes, as a large import merges its own."""
+    started = time.perf_counter()
+    if store.engine.dialect.name != "sqlite":
+        return CatchUp(messages=0, left=0, seconds=0.0)
+    with store.engine.connect() as conn:
+        remaining = backlog.left(conn)
+    indexed = 0
+    more = remaining > 0
+    while more and keep_going():
+        done, more = store._write(lambda conn: backlog.step(conn, chunk))
+        indexed += done
+        remaining = max(0, remaining - done) if more else 0
+        if progress is not None:
+            progress(indexed, remaining)
+    if not more and indexed > backlog.INLINE:
+        optimize(store, backlog.TRAILING)
+    if more:  # messages written meanwhile count too
+        with store.engine.connect() as conn:
+            remaining = backlog.left(conn)
+    return CatchUp(messages=indexed, left=remaining, seconds=time.perf_counter() - started)
+
+
 def describe_check(report: CheckReport) -> str:
     lines = [
         "integrity: " + ("ok" if report.integrity == ["ok"] else "; ".join(report.integrity[:5]))
     ]
     lines += [f"{table}: {state}" for table, state in report.fts.items()]
+    if report.index_backlog:
+        lines.append(
+            f"catching up: {report.index_backlog:,} message(s) not yet in the substring and "
+            "phrase indexes (found all the same); `cairn sessions reindex --catch-up` ends it"
+        )
     lines.append(
         "counters: ok"
         if not report.counters_wrong

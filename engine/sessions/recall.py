@@ -52,7 +52,9 @@ from engine.sessions.fts_sqlite import (
     FEW,
     FILTERED_RANK_BUDGET,
     K1,
+    PAIR_TABLE,
     RANK_BUDGET,
+    WORD_TABLE,
     Found,
     SqliteFullText,
     _Walk,
@@ -322,8 +324,10 @@ class Recall:
         """Whether a statement of one row at most (``LIMIT 1``) has it."""
         return bool(self._fetch(sql, params))
 
-    def _splits(self, word: str) -> list[tuple[str, ...]]:
-        """``word`` as two words that stand together somewhere ("roadtrips": road trips)."""
+    def _splits(self, word: str, pairs_trail: bool = False) -> list[tuple[str, ...]]:
+        """``word`` as two words that stand together somewhere ("roadtrips": road trips),
+        asked of the pair index, or of the word index's phrases while the pair index trails
+        the messages (backlog.py)."""
         if not 2 * MIN_SPLIT <= len(word) <= MAX_COMPOUND or not _ALPHA.fullmatch(word):
             return []
         candidates: list[list[tuple[str, str]]] = []
@@ -331,14 +335,15 @@ class Recall:
             head, tail = word[:i], word[i:]
             tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
             candidates.append([(head, t) for t in tails])
+        table, joint = (WORD_TABLE, " ") if pairs_trail else (PAIR_TABLE, "_")
         # Most words are no compound: one look-up for all the splits says so.
-        every = " OR ".join(f'"{h}_{t}"' for pairs in candidates for h, t in pairs)
-        if not self._exists("messages_pairs", every):
+        every = " OR ".join(f'"{h}{joint}{t}"' for pairs in candidates for h, t in pairs)
+        if not self._exists(table, every):
             return []
         found: list[tuple[str, ...]] = []
         for pairs in candidates:
             for head, t in pairs:
-                if self._exists("messages_pairs", f'"{head}_{t}"'):
+                if self._exists(table, f'"{head}{joint}{t}"'):
                     found.append((head, t))
                     break
         return found
@@ -359,12 +364,13 @@ class Recall:
 
     def _forms(self, question: Question) -> list[_Form]:
         forms = []
+        pairs_trail = self.fts.behind() is not None
         for c in question.concepts:
             form = _Form()
             if c.single:
                 word = c.term.words[0]
                 form.words.add(word)
-                form.phrases.extend(self._splits(word))
+                form.phrases.extend(self._splits(word, pairs_trail))
                 if not c.as_typed:
                     form.variants = word_variants(word)
                     if base := self._agent_base(word):
