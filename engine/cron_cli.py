@@ -213,6 +213,8 @@ def cmd_tick(args: argparse.Namespace) -> int:
             detail = f": {result.error}" if result.error and result.status != "not_due" else ""
             lines.append(f"{report.home} {result.job}: {result.status}{detail}")
         lines += [f"{report.home}: {p}" for p in report.problems]
+        if report.indexed:
+            lines.append(f"{report.home}: indexed {report.indexed:,} imported messages for search")
     ok = all(r.ok for r in reports)
     _print(
         args,

@@ -235,6 +235,22 @@ def test_sigkill_mid_catch_up_leaves_the_indexes_holding_exactly_the_messages_be
     assert maintenance.catch_up(store).left == 0 and maintenance.check(store).ok
 
 
+def test_a_cron_tick_ends_the_backlog_unless_asked_to_stop(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's scheduler and ``cairn cron tick`` run the catch-up after the due jobs."""
+    from engine import cron
+
+    store = _trailing_store(home, monkeypatch)
+    behind = _left(store)
+    assert cron.tick(home, should_stop=lambda: True).indexed == 0
+    assert _left(store) == behind
+    code, out = _cairn_json(home, ["cron", "tick"])
+    assert code == 0 and out["homes"][0]["indexed"] == behind and _left(store) == 0
+    assert maintenance.check(store).ok
+    assert cron.tick(home).indexed == 0  # nothing left
+
+
 def _cairn_json(home: Home, argv: list[str]) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
     with redirect_stdout(out):

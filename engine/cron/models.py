@@ -121,6 +121,7 @@ class TickReport(BaseModel):
     home: str
     runs: list[RunResult] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
+    indexed: int = 0  # messages a large import had left to the session indexes, filled now
 
     @property
     def ok(self) -> bool:

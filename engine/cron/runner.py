@@ -23,6 +23,7 @@ from engine.cron.models import (
     validate_job_name,
 )
 from engine.cron.store import _save_state, get_job, is_due, load_jobs, load_state, output_dir
+from engine.errors import CairnError
 from engine.fsutil import atomic_write_text
 from engine.home import Home
 
@@ -207,7 +208,36 @@ def tick(
         report.runs.append(result)
         if on_result is not None:
             on_result(result)
+    if should_stop is None or not should_stop():
+        _catch_up_session_indexes(home, report, should_stop)
     return report
+
+
+def _catch_up_session_indexes(
+    home: Home, report: TickReport, should_stop: Callable[[], bool] | None
+) -> None:
+    """Fill what a large import left to the session store's trigram and pair indexes
+    (engine/sessions/backlog.py), after the jobs and stopping between chunks when asked: the
+    app's scheduler and ``cairn cron tick`` both end a backlog without anyone asking. A home
+    without a database of its own file (none yet, or a server) has none to end."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from engine.db import DatabaseError
+    from engine.sessions.maintenance import catch_up
+    from engine.sessions.store import SessionStore, SessionStoreError
+
+    try:
+        config = load_config(home)
+        if config.database.url or not home.state_db.exists():
+            return
+        done = catch_up(
+            SessionStore.open(home, config),
+            keep_going=lambda: should_stop is None or not should_stop(),
+        )
+    except (CairnError, DatabaseError, SessionStoreError, SQLAlchemyError) as exc:
+        report.problems.append(f"catching up the session indexes: {exc}")
+        return
+    report.indexed = done.messages
 
 
 def utc_iso(ts: float | None) -> str | None:
