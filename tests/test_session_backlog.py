@@ -100,6 +100,18 @@ def _left(store: SessionStore) -> int:
         return backlog.left(conn)
 
 
+def _automerge(store: SessionStore) -> set[object]:
+    with store.engine.connect() as conn:
+        return {
+            str(
+                conn.execute(
+                    text(f"SELECT v FROM {table}_config WHERE k = 'automerge'")
+                ).scalar_one_or_none()
+            )
+            for table in maintenance.FTS_TABLES
+        }
+
+
 def _answers(store: SessionStore) -> list[Any]:
     search = SessionSearch(store)
     out: list[Any] = []
@@ -123,6 +135,7 @@ def test_searches_give_the_same_results_while_the_indexes_trail_as_after(
     assert sum(bool(a["results"]) for a in trailing) > len(trailing) // 2  # they find things
     done = maintenance.catch_up(store, chunk=37)
     assert done.left == 0 and done.messages == behind and _left(store) == 0
+    assert _automerge(store) == {str(maintenance.AUTOMERGE)}  # merged whole, then as usual
     assert _answers(store) == trailing
     monkeypatch.setattr(backlog, "INLINE", 10**9)
     whole = SessionStore.open(Home(tmp_path / "whole"), Config())
@@ -138,8 +151,17 @@ def test_messages_are_indexed_in_one_range_below_the_backlog_and_never_twice(
     store = _trailing_store(home, monkeypatch)
     before = _left(store)
     chunks = iter([True, False])
-    partial = maintenance.catch_up(store, chunk=50, keep_going=lambda: next(chunks))
+    merging: list[set[object]] = []
+    partial = maintenance.catch_up(
+        store,
+        chunk=50,
+        keep_going=lambda: next(chunks),
+        progress=lambda *_: merging.append(_automerge(store)),
+    )
     assert partial.messages == 50 and partial.left == before - 50 == _left(store)
+    # Merging less while a large catch-up runs; stopped early, as usual again.
+    assert merging == [{str(maintenance.BULK_AUTOMERGE)}]
+    assert _automerge(store) == {str(maintenance.AUTOMERGE)}
     assert maintenance.check(store).ok
 
     later = import_sessions(store, _sessions(10, seed=9, prefix="t"))

@@ -431,14 +431,22 @@ def catch_up(
         remaining = backlog.left(conn)
     indexed = 0
     more = remaining > 0
-    while more and keep_going():
-        done, more = store._write(lambda conn: backlog.step(conn, chunk))
-        indexed += done
-        remaining = max(0, remaining - done) if more else 0
-        if progress is not None:
-            progress(indexed, remaining)
-    if not more and indexed > backlog.INLINE:
-        optimize(store, backlog.TRAILING)
+    large = remaining > backlog.INLINE
+    if large:  # merged whole at the end: merge less on the way, as a large import does
+        set_automerge(store, BULK_AUTOMERGE)
+    try:
+        while more and keep_going():
+            done, more = store._write(lambda conn: backlog.step(conn, chunk))
+            indexed += done
+            remaining = max(0, remaining - done) if more else 0
+            if progress is not None:
+                progress(indexed, remaining)
+        if not more and large:
+            optimize(store, backlog.TRAILING)  # which also merges as usual again
+            large = False
+    finally:
+        if large:  # stopped before the end: as usual
+            set_automerge(store, AUTOMERGE)
     if more:  # messages written meanwhile count too
         with store.engine.connect() as conn:
             remaining = backlog.left(conn)
