@@ -115,7 +115,7 @@ def test_bulk_import_indexes_as_the_triggers_do(
     assert maintenance.check(bulk_store).ok
 
     # The same file through the triggers, row by row.
-    monkeypatch.setattr(transfer, "deferred_indexing", lambda conn, **_: nullcontext())
+    monkeypatch.setattr(transfer, "deferred_indexing", lambda conn: nullcontext())
     row_store = SessionStore.open(Home(tmp_path / "rows"), Config())
     import_sessions(row_store, lines, batch_size=7)
     assert _indexed(bulk_store) == _indexed(row_store)

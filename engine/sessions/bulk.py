@@ -7,7 +7,8 @@ time (1,300 messages/s). So inside one batch's transaction the insert triggers a
 rows written, each index filled by one ``INSERT … SELECT`` over the new ids, and the triggers
 created again from the text SQLite kept of them, all before the commit. SQLite's schema changes
 are transactional: a process killed anywhere in the batch leaves the database as it was
-before the batch, triggers and all, and every committed batch is indexed whole. Other
+before the batch, triggers and all, and every committed batch is indexed whole (but for the
+two indexes left to the catch-up, below, whose backlog then holds it). Other
 connections never see the schema without its triggers (they read the last commit, and a writer
 waits for this transaction's lock).
 
@@ -16,8 +17,8 @@ is taken from the new rows alone. The statements give each index what its trigge
 (``reindex --check`` compares them). When the database has insert triggers this module does not
 know (a newer schema), nothing is deferred and the triggers do the work as before.
 
-An import may leave the trigram and word-pair indexes, two thirds of the work, to a catch-up
-after it (``trail``; migration 0009 and backlog.py); search finds every message meanwhile.
+The trigram and word-pair indexes, two thirds of the work, are left to a catch-up after the
+import (migration 0009 and backlog.py); search finds every message meanwhile.
 """
 
 from __future__ import annotations
@@ -42,24 +43,19 @@ _CONTEXT = f"""
           FROM messages WHERE {_RANGE}) AS m
     JOIN messages AS p ON p.id = m.previous
     WHERE length(m.content) <= {SHORT_REPLY}"""
-# What each insert trigger does, for a range of new ids, in the order the triggers ran.
+# What each insert trigger does, for a range of new ids, in the order the triggers ran; the
+# trigram and pair indexes' triggers do nothing for the new ids, which are left behind.
 INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
     "messages_ai": (
         "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) "
         f"SELECT id, content, tool_name, tool_calls FROM messages WHERE {_RANGE}",
     ),
-    "messages_trigram_ai": (
-        f"INSERT INTO messages_trigram(rowid, content) SELECT id, content FROM messages "
-        f"WHERE {_RANGE}",
-    ),
+    "messages_trigram_ai": (),  # left to the catch-up, as the pair index (backlog.py)
     "messages_cjk_ai": (
         "INSERT INTO messages_cjk(rowid, grams) SELECT id, grams FROM messages_cjk_source "
         f"WHERE {_RANGE}",
     ),
-    "messages_pairs_ai": (
-        "INSERT INTO messages_pairs(rowid, pairs) SELECT id, pairs FROM messages_pairs_source "
-        f"WHERE {_RANGE}",
-    ),
+    "messages_pairs_ai": (),
     "messages_time_blocks_ai": (
         "INSERT INTO messages_time_blocks(block, low, high) "
         f"SELECT id >> 10, min(timestamp), max(timestamp) FROM messages WHERE {_RANGE} "
@@ -73,8 +69,6 @@ INSERT_TRIGGERS: dict[str, tuple[str, ...]] = {
         f"SELECT id, content, context FROM messages_stem_source WHERE {_RANGE}",
     ),
 }
-# The triggers of the indexes that may trail the messages (migration 0009, backlog.py).
-TRAILING_TRIGGERS = ("messages_trigram_ai", "messages_pairs_ai")
 _TRIGGERS = (
     "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
     "AND upper(sql) LIKE '%INSERT ON MESSAGES%'"
@@ -90,12 +84,11 @@ def _last_id(conn: Connection) -> int:
 
 
 @contextmanager
-def deferred_indexing(conn: Connection, *, trail: bool = False) -> Iterator[None]:
+def deferred_indexing(conn: Connection) -> Iterator[None]:
     """Inside the caller's write transaction: messages inserted in the block are indexed in
-    bulk when it ends (see the module's text). With ``trail``, or when the trailing indexes
-    already trail, the trigram and word-pair indexes are left to the catch-up (backlog.py).
-    Does nothing but run the block off SQLite, or when the schema's insert triggers are not
-    the ones known here."""
+    bulk when it ends (see the module's text), but for the trigram and word-pair indexes,
+    which are left to the catch-up (backlog.py). Does nothing but run the block off SQLite,
+    or when the schema's insert triggers are not the ones known here."""
     if conn.dialect.name != "sqlite":
         yield
         return
@@ -110,12 +103,8 @@ def deferred_indexing(conn: Connection, *, trail: bool = False) -> Iterator[None
         yield
         high = _last_id(conn)
         if high > low:
-            if trail:
-                backlog.leave_behind(conn, low + 1)
-            behind = backlog.first_unindexed(conn) is not None
+            backlog.leave_behind(conn, low + 1)
             for name in INSERT_TRIGGERS:
-                if behind and name in TRAILING_TRIGGERS:
-                    continue
                 for statement in INSERT_TRIGGERS[name]:
                     conn.exec_driver_sql(statement, (low, high))
     finally:

@@ -473,7 +473,8 @@ def _import_text(report: ImportReport, source: str) -> str:
         lines.append(
             f"every message is searchable now; the substring and phrase indexes still lack "
             f"{report.index_backlog:,} of them (until then substring searches are slower): "
-            "`cairn sessions reindex --catch-up` indexes them, and the app does it meanwhile"
+            "`cairn sessions reindex --catch-up` indexes them now, the app and `cairn cron "
+            "tick` on their own"
         )
     return "\n".join(lines)
 

@@ -10,7 +10,9 @@ Optional session fields: ``parent_session_id``, ``model``, ``platform``, ``syste
 
 Import streams: lines are read one at a time and written in batches, each batch one
 transaction of bulk inserts, whose messages are indexed together at the end of the batch
-rather than by a trigger per row (bulk.py); a batch is committed whole or not at all. A malformed
+rather than by a trigger per row (bulk.py); a batch is committed whole or not at all. The
+trigram and word-pair indexes are left to a catch-up after an import of more than
+``backlog.INLINE`` messages (backlog.py): every message is found meanwhile. A malformed
 line is reported with its number and the rest of the file is still imported. A session whose id
 is already stored is skipped, so importing the same file twice adds nothing. A child whose
 parent comes later in the file is linked once the whole file is in.
@@ -125,7 +127,8 @@ class ImportReport(BaseModel):
     errors: list[LineError] = Field(default_factory=list)  # the first MAX_REPORTED_ERRORS
     seconds: float = 0.0
     # Messages the substring and word-pair indexes do not hold yet (backlog.py): found all the
-    # same, substrings more slowly, until ``cairn sessions reindex --catch-up`` or the app.
+    # same, substrings more slowly, until ``cairn sessions reindex --catch-up`` or a cron tick
+    # (the app's own, or ``cairn cron tick``) has indexed them.
     index_backlog: int = 0
 
     @property
@@ -277,7 +280,7 @@ class _Importer:
         if session_rows:
             conn.execute(insert(sessions_t), session_rows)
         if message_rows:
-            with deferred_indexing(conn, trail=True):
+            with deferred_indexing(conn):
                 conn.execute(insert(messages_t), message_rows)
         return (len(session_rows), len(message_rows), skipped), late
 

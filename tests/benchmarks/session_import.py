@@ -42,7 +42,7 @@ def _import(workdir: Path, corpus_file: Path, per_row: bool) -> tuple[float, flo
     store = SessionStore.open(home, Config())
     original = transfer.deferred_indexing
     if per_row:
-        transfer.deferred_indexing = lambda conn, **_: nullcontext()  # type: ignore[assignment]
+        transfer.deferred_indexing = lambda conn: nullcontext()  # type: ignore[assignment]
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         with corpus_file.open(encoding="utf-8") as lines:
