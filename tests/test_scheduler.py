@@ -140,3 +140,42 @@ def test_a_broken_jobs_file_is_reported_not_fatal(
     qtbot.waitUntil(lambda: bool(problems), timeout=10_000)
     assert "not valid YAML" in problems[0]
     wait_checks(qtbot, scheduler, 2)  # still checking
+
+
+def test_the_apps_scheduler_ends_an_imports_index_backlog(
+    qtbot: QtBot, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large import leaves the trigram and pair indexes behind (engine/sessions/backlog.py);
+    the window's scheduler fills them on its thread without being asked."""
+    import json
+
+    from engine.sessions import backlog, maintenance
+    from engine.sessions.transfer import import_sessions
+
+    monkeypatch.setattr(backlog, "INLINE", 0)  # this import counts as large
+    store = SessionStore.open(home)
+    lines = [
+        json.dumps(
+            {
+                "id": f"s{i}",
+                "started_at": 1.7e9 + i,
+                "messages": [
+                    {"role": "user", "content": f"the quokka{i} ferry", "timestamp": 1.7e9 + i}
+                ],
+            }
+        )
+        for i in range(30)
+    ]
+    assert import_sessions(store, lines).index_backlog == 30
+
+    def left() -> int:
+        with store.engine.connect() as conn:
+            return backlog.left(conn)
+
+    made = CronScheduler(home, interval_ms=TICK_MS)
+    try:
+        made.start()
+        qtbot.waitUntil(lambda: left() == 0, timeout=10_000)
+    finally:
+        made.stop()
+    assert maintenance.check(store).ok
