@@ -38,6 +38,8 @@ ODD = [
     "東京の天気は晴れ",
     "ΣΟΦΙΑ wrote σοφία",
     "we planned a road trip to Oslo",
+    "upgraded to v2.14.3 and set max_retry_count",
+    "the glacier notes mention v2.14.3 twice",
 ]
 QUERIES = [
     "copper",
@@ -58,6 +60,10 @@ QUERIES = [
     "what did we say about the copper violin?",
     "which roadtrip did I plan?",
     "marker7x",
+    "v2.14.3",
+    "max_retry_count",
+    "what did the glacier notes say about v2.14.3?",
+    '"copper violin" -max_retry_count',
 ]
 
 
@@ -190,6 +196,74 @@ def test_messages_are_indexed_in_one_range_below_the_backlog_and_never_twice(
         assert found("discover", query=query)["results"], query
 
 
+def test_an_import_after_the_newest_messages_were_deleted_keeps_the_lower_start(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids are given out again once the newest messages are gone: a catch-up stopped part way,
+    the newest sessions deleted, the same file imported again to bring them back."""
+    store = _trailing_store(home, monkeypatch)
+    once = iter([True, True, False])
+    maintenance.catch_up(store, chunk=150, keep_going=lambda: next(once))
+    with store.engine.connect() as conn:
+        first = backlog.first_unindexed(conn)
+        newest = conn.execute(
+            text("SELECT DISTINCT session_id FROM messages WHERE id >= :f - 40"), {"f": first}
+        ).scalars()
+        doomed = list(newest)
+    for session_id in doomed:
+        assert store.delete_session(session_id)
+    again = import_sessions(store, _sessions(80), batch_size=9)
+    assert again.sessions_imported == len(doomed)
+    with store.engine.connect() as conn:
+        assert backlog.first_unindexed(conn) < first  # the re-imported ids are behind too
+    assert maintenance.check(store).ok
+    maintenance.catch_up(store)
+    assert maintenance.check(store).ok
+    for session_id in doomed:  # back, and found by a substring of the word only it has
+        found = SessionSearch(store)("discover", query=f"arker{session_id[1:]}x")["results"]
+        assert [r["session_id"] for r in found] == [session_id]
+
+
+def test_a_backlog_whose_messages_were_all_deleted_ends(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _trailing_store(home, monkeypatch)
+    once = iter([True, False])
+    maintenance.catch_up(store, chunk=100, keep_going=lambda: next(once))
+    with store.engine.connect() as conn:
+        first = backlog.first_unindexed(conn)
+        behind = conn.execute(
+            text("SELECT DISTINCT session_id FROM messages WHERE id >= :f"), {"f": first}
+        ).scalars()
+        doomed = list(behind)
+    for session_id in doomed:
+        store.delete_session(session_id)
+    assert _left(store) == 0
+    assert maintenance.catch_up(store).messages == 0
+    with store.engine.connect() as conn:
+        assert backlog.first_unindexed(conn) is None
+    assert maintenance.check(store).ok
+
+
+def test_the_check_compares_a_trailing_index_with_the_messages_below_its_backlog(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index holding a message of the backlog (what a broken start would leave) is found
+    while the backlog lasts, not only after the catch-up."""
+    store = _trailing_store(home, monkeypatch)
+    assert maintenance.check(store).ok
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO messages_trigram(rowid, content) "
+                "SELECT id, content FROM messages ORDER BY id DESC LIMIT 1"
+            )
+        )
+    report = maintenance.check(store)
+    assert not report.ok and "does not match" in report.fts["messages_trigram"]
+    assert report.fts["messages_pairs"] == "ok" and report.index_backlog == _left(store)
+
+
 def test_reindex_ends_the_backlog_and_a_downgrade_fills_it_first(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,6 +345,23 @@ def test_a_cron_tick_ends_the_backlog_unless_asked_to_stop(
     assert code == 0 and out["homes"][0]["indexed"] == behind and _left(store) == 0
     assert maintenance.check(store).ok
     assert cron.tick(home).indexed == 0  # nothing left
+
+
+def test_a_cron_tick_catches_up_for_a_while_and_despite_a_broken_jobs_file(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import cron
+    from engine.cron import runner
+
+    store = _trailing_store(home, monkeypatch)
+    behind = _left(store)
+    monkeypatch.setattr(runner, "CATCH_UP_SECONDS", 0.0)  # its share of a tick is spent
+    assert cron.tick(home).indexed == 0 and _left(store) == behind
+    monkeypatch.setattr(runner, "CATCH_UP_SECONDS", 60.0)
+    home.cron_dir.mkdir(parents=True, exist_ok=True)
+    (home.cron_dir / "jobs.yaml").write_text("jobs: [unclosed\n", encoding="utf-8")
+    report = cron.tick(home)
+    assert report.problems and report.indexed == behind and _left(store) == 0
 
 
 def _cairn_json(home: Home, argv: list[str]) -> tuple[int, dict[str, Any]]:

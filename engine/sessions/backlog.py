@@ -10,8 +10,9 @@ from the moment the import commits, only slower for substrings until the catch-u
 The catch-up (maintenance.catch_up) indexes ``CHUNK`` message ids at a time (:func:`step`),
 each range in one write transaction with the move of ``first_id``: a process killed anywhere
 leaves the two indexes holding exactly the messages below ``first_id``, and the next catch-up
-goes on from there. A conversation writing meanwhile waits at most one chunk (a second or so)
-for the lock.
+goes on from there. A conversation writing meanwhile waits for one chunk at most (about half
+a second here), or for the merge of one index at the end of a large catch-up (seconds for a
+history of a million messages).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from sqlalchemy import Connection
 TABLE = "messages_backlog"
 TRAILING = ("messages_trigram", "messages_pairs")  # the indexes that may trail the messages
 CHUNK = 10_000
-# An import leaving fewer than this behind catches up before it returns (a second or two).
+# An import that leaves the store this many messages behind or fewer catches up before it
+# returns (a second or two).
 INLINE = 20_000
 FIRST = f"SELECT first_id FROM {TABLE}"
 _FILL = {
@@ -41,10 +43,12 @@ def first_unindexed(conn: Connection) -> int | None:
 
 
 def leave_behind(conn: Connection, first_id: int) -> None:
-    """Inside a write transaction: messages from ``first_id`` on are left to the catch-up (a
-    backlog already there starts lower and stays)."""
+    """Inside a write transaction: messages from ``first_id`` on are left to the catch-up.
+    A backlog already there keeps the lower start: the messages below the higher one are the
+    new ones when the newest messages were deleted and their ids are given out again."""
     conn.exec_driver_sql(
-        f"INSERT INTO {TABLE}(id, first_id) VALUES (1, ?) ON CONFLICT(id) DO NOTHING",
+        f"INSERT INTO {TABLE}(id, first_id) VALUES (1, ?) "
+        "ON CONFLICT(id) DO UPDATE SET first_id = min(first_id, excluded.first_id)",
         (first_id,),
     )
 

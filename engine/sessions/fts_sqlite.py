@@ -14,8 +14,8 @@ the word-pair index ``messages_pairs`` (see pairs.py), substrings to the trigram
 characters or more) and, for CJK words of one or two characters, to the gram index
 ``messages_cjk``. A query that needs two indexes walks one and asks the other about each
 message it finds. After a large import the trigram and pair indexes may trail the messages
-(backlog.py): then phrases go to the word index, which matches them itself, and substrings
-are looked for in the text of the messages the trigram index does not hold yet.
+(backlog.py): a walk of either reads it for the messages it holds, and for the newer ones
+the text (substrings) or the word index (phrases, which it matches itself).
 
 The ranking is BM25 computed here rather than by FTS5's bm25(): bm25() weighs each phrase by
 counting its matches over the whole table on every query (half a million index entries for a
@@ -85,6 +85,9 @@ class _Walk:
     fallback: _Walk | None = None  # the same matches, for when both indexes have many
     contains: tuple[str, ...] = ()  # substrings each match's content must hold (see below)
     substrings: tuple[str, ...] = ()  # every substring looked for, for messages not indexed
+    # The same matches through the word index alone, for the messages the pair index does not
+    # hold yet (set on every walk that reads the pair index).
+    unindexed: _Walk | None = None
 
 
 def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
@@ -207,26 +210,23 @@ def _folded_into() -> dict[int, frozenset[int]]:
     return {target: frozenset(sources) for target, sources in into.items()}
 
 
-def _text_filter(literal: str, name: str, params: dict[str, object]) -> str:
-    """A condition on ``f.content`` that every message holding ``literal`` (as the trigram
-    index compares text) meets, cheap enough to scan messages the index does not hold: the
-    exact text when no character folds to or from the literal's, else SQLite's LIKE (which
-    folds ASCII letters) or any other character that folds into one of them."""
+def _glob_of(literal: str) -> str:
+    """A GLOB pattern matching exactly the texts that hold ``literal`` as the trigram index
+    compares text: each character as the set of those that fold as it does ("ölz":
+    ``*[Öö][Ll][Zz]*``, a Kelvin sign among the k's). GLOB is SQLite's, case-sensitive, and
+    reads UTF-8 characters, so messages the index does not hold are narrowed in SQL."""
     folding, into = _trigram_folding(), _folded_into()
-    folded = [folding.get(ord(c), ord(c)) for c in literal]
-    if all(ord(c) not in folding and ord(c) not in into for c in literal):
-        params[name] = literal
-        return f"instr(f.content, :{name})"
-    if not literal.isascii():
-        return "1"  # rare: every message's text is read and compared
-    others = sorted({c for f in folded for c in into.get(f, ()) if c >= 0x80})
-    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    params[name] = f"%{escaped}%"
-    conditions = [f"f.content LIKE :{name} ESCAPE '\\'"]
-    for k, c in enumerate(others):
-        params[f"{name}_{k}"] = chr(c)
-        conditions.append(f"instr(f.content, :{name}_{k})")
-    return "(" + " OR ".join(conditions) + ")"
+    pattern = ["*"]
+    for c in literal:
+        target = folding.get(ord(c), ord(c))
+        same = {chr(target), c, *map(chr, into.get(target, ()))}
+        if len(same) == 1:
+            pattern.append(f"[{c}]" if c in "*?[" else c)
+            continue
+        # In a class a leading ']' is a character, '-' last too, and '^' anywhere but first.
+        ordered = sorted(same, key=lambda ch: (ch != "]", ch == "^", ch == "-", ch))
+        pattern.append("[" + "".join(ordered) + "]")
+    return "".join(pattern) + "*"
 
 
 class SqliteFullText:
@@ -290,19 +290,17 @@ class SqliteFullText:
             substrings=every,
         )
 
-    def _all_of(
-        self, terms: Sequence[Term], excluded: Sequence[Term], pairs_trail: bool = False
-    ) -> _Walk:
-        """Messages holding every one of ``terms`` and none of ``excluded``; through the word
-        index alone when the pair index trails the messages."""
+    def _all_of(self, terms: Sequence[Term], excluded: Sequence[Term]) -> _Walk:
+        """Messages holding every one of ``terms`` and none of ``excluded``."""
         # A phrase whose words all fold away but one has no pair: it is a single word here.
         phrases = [t for t in terms if len(t.words) > 1 and pair_tokens(t.words)]
         singles = [t for t in terms if t not in phrases]
         in_words = " AND ".join(t.fts() for t in terms)
         if excluded:
             in_words += " NOT (" + " OR ".join(t.fts() for t in excluded) + ")"
-        if not phrases or pairs_trail:
-            return _Walk(WORD_TABLE, in_words, WORD_TABLE)
+        in_words_alone = _Walk(WORD_TABLE, in_words, WORD_TABLE)
+        if not phrases:
+            return in_words_alone
         # Exclusions are asked message by message: of the word index for a word, of the pair
         # index for a phrase (all of its pairs).
         params: dict[str, object] = {}
@@ -313,7 +311,15 @@ class SqliteFullText:
         )
         pairs = [token for t in phrases for token in pair_tokens(t.words)]
         confirm = tuple(t.words for t in phrases if len(t.words) > 2)
-        by_pairs = _Walk(PAIR_TABLE, " AND ".join(pairs), WORD_TABLE, unless, params, confirm)
+        by_pairs = _Walk(
+            PAIR_TABLE,
+            " AND ".join(pairs),
+            WORD_TABLE,
+            unless,
+            params,
+            confirm,
+            unindexed=in_words_alone,
+        )
         if not singles:
             return by_pairs
         # Phrases and single words: walk the index where the matches are few and ask the other
@@ -335,13 +341,15 @@ class SqliteFullText:
                 unless + " AND " + _holds(PAIR_TABLE, pairs, also_pairs),
                 also_pairs,
                 confirm,
+                unindexed=in_words_alone,
             ),
-            fallback=_Walk(WORD_TABLE, in_words, WORD_TABLE),
+            fallback=in_words_alone,
+            unindexed=in_words_alone,
         )
 
-    def _walks(self, query: Query, form: Form, trail: bool) -> list[_Walk] | None:
+    def _walks(self, query: Query, form: Form) -> list[_Walk] | None:
         """The walks whose matches together are the matches of ``form``; None when the form
-        adds nothing for this query. ``trail``: the pair index trails the messages."""
+        adds nothing for this query."""
         if form == "substring":
             walk = self._substring_walk(query)
             return None if walk is None else [walk]
@@ -349,14 +357,14 @@ class SqliteFullText:
             return None  # CJK runs are single tokens: only substrings find them
         if form == "phrase":
             whole = query.phrase_term()
-            return None if whole is None else [self._all_of([whole], query.excluded, trail)]
+            return None if whole is None else [self._all_of([whole], query.excluded)]
         if form == "all":
-            return [self._all_of(query.terms, query.excluded, trail)]
+            return [self._all_of(query.terms, query.excluded)]
         if len(query.terms) < 2:
             return None
         # Each term walked and weighed on its own: a rare one is found over the whole history
         # however common the others are.
-        return [self._all_of([t], query.excluded, trail) for t in query.terms]
+        return [self._all_of([t], query.excluded) for t in query.terms]
 
     # -- walking and ranking ----------------------------------------------------------------
 
@@ -391,24 +399,42 @@ class SqliteFullText:
         budget: int,
         newest: bool = True,
         ids: tuple[int, int] | None = None,
-        behind: int | None = None,
     ) -> Found:
         """The first ``budget`` matches of ``walk`` in id order (newest first by default),
-        within the id range ``ids`` when given. ``behind``: the first id the trailing indexes
-        do not hold, whose messages a walk of the trigram index reads the text of instead."""
-        if behind is not None and walk.table == TRIGRAM_TABLE:
-            # The index holds every message below ``behind`` and none from it on: newest first,
-            # the messages not indexed come first.
-            merged: Found = []
-            for part in ("scan", "index") if newest else ("index", "scan"):
-                left = budget - len(merged)
-                if part == "scan":
-                    merged += self._scan(walk, filters, left, newest, ids, behind)
-                else:
-                    merged += self._walk(walk, filters, left, newest, ids)
-                if len(merged) >= budget:
-                    break
-            return merged
+        within the id range ``ids`` when given. A walk of an index that trails the messages
+        reads it for the messages it holds and the rest another way (backlog.py)."""
+        trails = walk.table == TRIGRAM_TABLE or walk.unindexed is not None
+        behind = self.behind() if trails else None
+        if behind is None:
+            return self._walk_index(walk, filters, budget, newest, ids)
+        low, high = ids if ids is not None else (0, 2**62)
+        held, newer = (low, min(high, behind - 1)), (max(low, behind), high)
+        found: Found = []
+        # The index holds every message below ``behind`` and none from it on: newest first,
+        # the newer messages come first.
+        for part in ("newer", "held") if newest else ("held", "newer"):
+            span, left = (newer if part == "newer" else held), budget - len(found)
+            if span[0] > span[1]:
+                continue
+            if part == "held":
+                found += self._walk_index(walk, filters, left, newest, span)
+            elif walk.unindexed is not None:
+                found += self._walk_index(walk.unindexed, filters, left, newest, span)
+            else:
+                found += self._scan(walk, filters, left, newest, span)
+            if len(found) >= budget:
+                break
+        return found
+
+    def _walk_index(
+        self,
+        walk: _Walk,
+        filters: Filters,
+        budget: int,
+        newest: bool,
+        ids: tuple[int, int] | None,
+    ) -> Found:
+        """:meth:`_walk` on the index itself, whatever it holds."""
         where, params = filters.sql()
         if ids is not None:
             where += " AND f.rowid BETWEEN :first_id AND :last_id"
@@ -450,31 +476,23 @@ class SqliteFullText:
             return found
 
     def _scan(
-        self,
-        walk: _Walk,
-        filters: Filters,
-        budget: int,
-        newest: bool,
-        ids: tuple[int, int] | None,
-        behind: int,
+        self, walk: _Walk, filters: Filters, budget: int, newest: bool, ids: tuple[int, int]
     ) -> Found:
-        """The first ``budget`` messages from id ``behind`` on that hold every substring of a
-        trigram walk: their text filtered by SQLite, then compared as the index would."""
+        """The first ``budget`` messages with ids in ``ids`` that hold every substring of a
+        trigram walk, read from their text: narrowed by SQLite, then compared as the index
+        would compare them."""
         if budget <= 0:
             return []
         where, params = filters.sql()
-        if ids is not None:
-            where += " AND f.rowid BETWEEN :first_id AND :last_id"
-            params.update(first_id=ids[0], last_id=ids[1])
-        texts = "".join(
-            " AND " + _text_filter(literal, f"scan{k}", params)
-            for k, literal in enumerate(walk.substrings)
-        )
-        params.update(walk.params, behind=behind)
+        params.update(walk.params, first_id=ids[0], last_id=ids[1])
+        texts = ""
+        for k, literal in enumerate(walk.substrings):
+            params[f"glob{k}"] = _glob_of(literal)
+            texts += f" AND f.content GLOB :glob{k}"
         sql = (
             "SELECT f.rowid, f.content FROM messages AS f JOIN messages AS m ON m.id = f.rowid"
             f"{_JOIN_SESSIONS if filters.on_sessions else ''} "
-            f"WHERE f.rowid >= :behind{texts}{walk.also}{where} "
+            f"WHERE f.rowid BETWEEN :first_id AND :last_id{texts}{walk.also}{where} "
             f"ORDER BY f.rowid {'DESC' if newest else 'ASC'}"
         )
         found: Found = []
@@ -490,23 +508,19 @@ class SqliteFullText:
     def hits(
         self, query: Query, form: Form, filters: Filters, limit: int, order: Order
     ) -> list[Hit] | None:
-        behind = self.behind()
-        walks = self._walks(query, form, trail=behind is not None)
+        walks = self._walks(query, form)
         if walks is None:
             return None
         walks = [self._sparser(w) for w in walks]
         id_range = self._id_range(filters)
         if order != "relevance":
             # Room for candidates that a phrase's confirmation turns down.
-            found = [
-                self._walk(w, filters, 2 * limit, order == "newest", id_range, behind)
-                for w in walks
-            ]
+            found = [self._walk(w, filters, 2 * limit, order == "newest", id_range) for w in walks]
             ids = sorted({i for f in found for i, _ in f}, reverse=order == "newest")
             return self._rows(self._confirmed([(i, 0.0) for i in ids], walks, found, limit))
         budget = FILTERED_RANK_BUDGET if filters.sql()[0] else RANK_BUDGET
         share = max(FEW, budget // len(walks))
-        found = [self._walk(w, filters, share, ids=id_range, behind=behind) for w in walks]
+        found = [self._walk(w, filters, share, ids=id_range) for w in walks]
         if not any(found):
             return []
         if form != "any" and len(found[0]) <= FEW:

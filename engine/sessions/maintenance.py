@@ -227,13 +227,29 @@ _CALLS_OF = (
 _COUNTS_WRONG = f"message_count != {_MESSAGES_OF} OR tool_call_count != {_CALLS_OF}"
 
 
-def _fts_check(conn: Connection, table: str, against_messages: bool = True) -> str:
+_DELETE_TRIGGERS = (
+    "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
+    "AND upper(sql) LIKE '%DELETE ON MESSAGES%'"
+)
+
+
+def _keep_only_indexed(conn: Connection, first_id: int) -> None:
+    """Inside a transaction the caller rolls back: the messages from ``first_id`` on taken
+    away (their delete triggers dropped first, so that no index is touched), leaving exactly
+    the messages a trailing index must hold, for FTS5 to compare it with."""
+    for (name,) in conn.exec_driver_sql(_DELETE_TRIGGERS).all():
+        conn.exec_driver_sql(f"DROP TRIGGER {name}")
+    conn.exec_driver_sql("DELETE FROM messages WHERE id >= ?", (first_id,))
+
+
+def _fts_check(conn: Connection, table: str, first_unindexed: int | None = None) -> str:
+    """FTS5's check of ``table`` against the messages (those below ``first_unindexed`` for
+    an index that trails), in a transaction the caller rolls back."""
     try:
+        if first_unindexed is not None:
+            _keep_only_indexed(conn, first_unindexed)
         # rank = 1: also compare the index with the rows of the external content table.
-        rank = 1 if against_messages else 0
-        conn.exec_driver_sql(
-            f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', {rank})"
-        )
+        conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     except SqlDatabaseError as exc:
         message = str(exc.orig or exc)
         if "readonly" in message:
@@ -274,12 +290,12 @@ def check(store: SessionStore, *, quick: bool = False) -> CheckReport:
     with store._writer.connect() as conn:
         for table in FTS_TABLES:
             with conn.begin() as transaction:
-                # An index that trails holds fewer messages than the table: only its own
-                # structure can be checked until it has caught up.
-                trails = table in backlog.TRAILING and backlog.first_unindexed(conn) is not None
-                fts[table] = _fts_check(conn, table, against_messages=not trails)
-                if trails:
+                # An index that trails holds the messages below the backlog's start: it is
+                # compared with those alone.
+                first = backlog.first_unindexed(conn) if table in backlog.TRAILING else None
+                if first is not None:
                     behind = backlog.left(conn)
+                fts[table] = _fts_check(conn, table, first)
                 transaction.rollback()
     fts[BLOCKS] = blocks
     fts_ok = all(v in ("ok", NOT_CHECKED) for v in fts.values())
@@ -429,8 +445,10 @@ def catch_up(
         return CatchUp(messages=0, left=0, seconds=0.0)
     with store.engine.connect() as conn:
         remaining = backlog.left(conn)
+        # A backlog whose messages were all deleted since still ends by a step (which finds
+        # nothing to index).
+        more = backlog.first_unindexed(conn) is not None
     indexed = 0
-    more = remaining > 0
     large = remaining > backlog.INLINE
     if large:  # merged whole at the end: merge less on the way, as a large import does
         set_automerge(store, BULK_AUTOMERGE)

@@ -324,10 +324,10 @@ class Recall:
         """Whether a statement of one row at most (``LIMIT 1``) has it."""
         return bool(self._fetch(sql, params))
 
-    def _splits(self, word: str, pairs_trail: bool = False) -> list[tuple[str, ...]]:
+    def _splits(self, word: str, behind: int | None = None) -> list[tuple[str, ...]]:
         """``word`` as two words that stand together somewhere ("roadtrips": road trips),
-        asked of the pair index, or of the word index's phrases while the pair index trails
-        the messages (backlog.py)."""
+        asked of the pair index and, for the messages from ``behind`` on that it does not hold
+        yet (backlog.py), of the word index's phrases."""
         if not 2 * MIN_SPLIT <= len(word) <= MAX_COMPOUND or not _ALPHA.fullmatch(word):
             return []
         candidates: list[list[tuple[str, str]]] = []
@@ -335,15 +335,22 @@ class Recall:
             head, tail = word[:i], word[i:]
             tails = [tail] + ([tail[:-1]] if tail.endswith("s") and len(tail) > MIN_SPLIT else [])
             candidates.append([(head, t) for t in tails])
-        table, joint = (WORD_TABLE, " ") if pairs_trail else (PAIR_TABLE, "_")
+
+        def stand_together(pairs: Sequence[tuple[str, str]]) -> bool:
+            if self._exists(PAIR_TABLE, " OR ".join(f'"{h}_{t}"' for h, t in pairs)):
+                return True
+            return behind is not None and self._first(
+                f"SELECT 1 FROM {WORD_TABLE} WHERE {WORD_TABLE} MATCH ? AND rowid >= ? LIMIT 1",
+                (" OR ".join(f'"{h} {t}"' for h, t in pairs), behind),
+            )
+
         # Most words are no compound: one look-up for all the splits says so.
-        every = " OR ".join(f'"{h}{joint}{t}"' for pairs in candidates for h, t in pairs)
-        if not self._exists(table, every):
+        if not stand_together([pair for pairs in candidates for pair in pairs]):
             return []
         found: list[tuple[str, ...]] = []
         for pairs in candidates:
             for head, t in pairs:
-                if self._exists(table, f'"{head}{joint}{t}"'):
+                if stand_together([(head, t)]):
                     found.append((head, t))
                     break
         return found
@@ -364,13 +371,13 @@ class Recall:
 
     def _forms(self, question: Question) -> list[_Form]:
         forms = []
-        pairs_trail = self.fts.behind() is not None
+        behind = self.fts.behind()
         for c in question.concepts:
             form = _Form()
             if c.single:
                 word = c.term.words[0]
                 form.words.add(word)
-                form.phrases.extend(self._splits(word, pairs_trail))
+                form.phrases.extend(self._splits(word, behind))
                 if not c.as_typed:
                     form.variants = word_variants(word)
                     if base := self._agent_base(word):
