@@ -191,6 +191,7 @@ def tick(
         due = due_jobs(home, now)
     except CronError as exc:
         report.problems.append(exc.message)
+        _catch_up_session_indexes(home, report, should_stop)  # jobs.yaml is not its business
         return report
     report.problems += [
         f"jobs.yaml entry {b.index + 1} ({b.name or 'unnamed'}) is invalid: {b.error}"
@@ -208,18 +209,25 @@ def tick(
         report.runs.append(result)
         if on_result is not None:
             on_result(result)
-    if should_stop is None or not should_stop():
-        _catch_up_session_indexes(home, report, should_stop)
+    _catch_up_session_indexes(home, report, should_stop)
     return report
+
+
+# A tick's share of an import's index catch-up: jobs that fall due meanwhile wait no longer
+# than this for the next tick (a catch-up of 10^6 messages is about 100 s of work).
+CATCH_UP_SECONDS = 20.0
 
 
 def _catch_up_session_indexes(
     home: Home, report: TickReport, should_stop: Callable[[], bool] | None
 ) -> None:
     """Fill what a large import left to the session store's trigram and pair indexes
-    (engine/sessions/backlog.py), after the jobs and stopping between chunks when asked: the
-    app's scheduler and ``cairn cron tick`` both end a backlog without anyone asking. A home
-    without a database of its own file (none yet, or a server) has none to end."""
+    (engine/sessions/backlog.py), after the jobs, for ``CATCH_UP_SECONDS`` at most and
+    stopping between chunks when asked: the app's scheduler and ``cairn cron tick`` both end
+    a backlog without anyone asking. A home without a database of its own file (none yet,
+    or a server) has none to end."""
+    if should_stop is not None and should_stop():
+        return
     from sqlalchemy.exc import SQLAlchemyError
 
     from engine.db import DatabaseError
@@ -230,9 +238,12 @@ def _catch_up_session_indexes(
         config = load_config(home)
         if config.database.url or not home.state_db.exists():
             return
+        until = time.monotonic() + CATCH_UP_SECONDS
         done = catch_up(
             SessionStore.open(home, config),
-            keep_going=lambda: should_stop is None or not should_stop(),
+            keep_going=lambda: (
+                time.monotonic() < until and (should_stop is None or not should_stop())
+            ),
         )
     except (CairnError, DatabaseError, SessionStoreError, SQLAlchemyError) as exc:
         report.problems.append(f"catching up the session indexes: {exc}")
