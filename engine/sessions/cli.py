@@ -472,7 +472,7 @@ def _import_text(report: ImportReport, source: str) -> str:
     if report.index_backlog:
         lines.append(
             f"every message is searchable now; the substring and phrase indexes still lack "
-            f"{report.index_backlog:,} of them (until then substring searches are slower): "
+            f"{report.index_backlog:,} messages (until then substring searches are slower): "
             "`cairn sessions reindex --catch-up` indexes them now, the app and `cairn cron "
             "tick` on their own"
         )

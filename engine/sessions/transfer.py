@@ -11,8 +11,9 @@ Optional session fields: ``parent_session_id``, ``model``, ``platform``, ``syste
 Import streams: lines are read one at a time and written in batches, each batch one
 transaction of bulk inserts, whose messages are indexed together at the end of the batch
 rather than by a trigger per row (bulk.py); a batch is committed whole or not at all. The
-trigram and word-pair indexes are left to a catch-up after an import of more than
-``backlog.INLINE`` messages (backlog.py): every message is found meanwhile. A malformed
+trigram and word-pair indexes are left to a catch-up (backlog.py), run before the import
+returns when the store is then ``backlog.INLINE`` messages behind or fewer: every message is
+found meanwhile. A malformed
 line is reported with its number and the rest of the file is still imported. A session whose id
 is already stored is skipped, so importing the same file twice adds nothing. A child whose
 parent comes later in the file is linked once the whole file is in.
