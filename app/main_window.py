@@ -16,12 +16,13 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QByteArray, QMetaObject, QSettings, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFrame,
+    QLabel,
     QMainWindow,
     QScrollArea,
     QToolBar,
@@ -123,6 +124,14 @@ class MainWindow(QMainWindow):
         self._wire()
         self._actions()
         self.statusBar().showMessage("Opening the home…")
+        # Beside the status messages, which the model's name replaces: what is left of a
+        # large import's indexing, while the scheduler fills it in the background.
+        self.import_indexing = QLabel()
+        self.import_indexing.setObjectName("import-indexing")
+        self.import_indexing.hide()
+        self.statusBar().addPermanentWidget(self.import_indexing)
+        self._import_indexed_shown = QTimer(self, singleShot=True, interval=10_000)
+        self._import_indexed_shown.timeout.connect(self.import_indexing.hide)
 
         if self.watcher is not None:
             self.watcher.filesChanged.connect(self.runner.external)
@@ -146,6 +155,7 @@ class MainWindow(QMainWindow):
         if self.scheduler is not None:
             self.scheduler.jobFinished.connect(self._on_cron_finished)
             self.scheduler.problem.connect(self._on_cron_problem)
+            self.scheduler.importIndexed.connect(self._on_import_indexed)
             self.worker.failed.connect(self._start_scheduler)
 
     # -- construction ----------------------------------------------------------------------
@@ -605,6 +615,23 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_cron_problem(self, message: str) -> None:
         self.statusBar().showMessage(f"cron: {message}", 10_000)
+
+    @Slot(int, int)
+    def _on_import_indexed(self, done: int, left: int) -> None:
+        # Substring searches are slower until an import's messages are all indexed: say how
+        # far that has come, since it happens in the background.
+        label = self.import_indexing
+        if left:
+            self._import_indexed_shown.stop()
+            label.setText(f"Indexing imported messages for search: {left:,} left")
+            label.setToolTip(
+                "Every message is found already; substring searches are slower until this ends."
+            )
+        else:
+            label.setText("Imported messages indexed")
+            label.setToolTip("")
+            self._import_indexed_shown.start()  # then out of the way
+        label.show()
 
     def _save_layout(self) -> None:
         self._settings.setValue("geometry", self.saveGeometry())

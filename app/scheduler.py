@@ -37,6 +37,7 @@ class _CronWorker(QObject):
     finished = Signal(str, object)  # job name, cron.RunResult
     idle = Signal()  # a check pass ended
     problem = Signal(str)
+    indexed = Signal(int, int)  # imported messages indexed by this pass, messages still left
 
     def __init__(self, home: Home) -> None:
         super().__init__()
@@ -63,6 +64,8 @@ class _CronWorker(QObject):
             )
             for text in report.problems:
                 self.problem.emit(text)
+            if report.indexed:
+                self.indexed.emit(report.indexed, report.index_left)
         except Exception as exc:  # a broken jobs.yaml must not take the thread down
             log.exception("cron check failed")
             self.problem.emit(str(exc))
@@ -95,6 +98,9 @@ class _CronWorker(QObject):
 class CronScheduler(QObject):
     jobFinished = Signal(str, object)  # job name, cron.RunResult
     problem = Signal(str)  # jobs.yaml trouble, worth a status-bar line
+    # A check pass filled part of what a large import left to the session indexes
+    # (engine/sessions/backlog.py): messages indexed, messages still left.
+    importIndexed = Signal(int, int)
     checked = Signal()  # a check pass ended, whether or not anything ran
     _checkRequested = Signal()
 
@@ -113,6 +119,7 @@ class CronScheduler(QObject):
         self._checkRequested.connect(self._worker.check)
         self._worker.finished.connect(self.jobFinished)
         self._worker.problem.connect(self.problem)
+        self._worker.indexed.connect(self.importIndexed)
         self._worker.idle.connect(self._on_idle)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)

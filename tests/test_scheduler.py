@@ -173,9 +173,44 @@ def test_the_apps_scheduler_ends_an_imports_index_backlog(
             return backlog.left(conn)
 
     made = CronScheduler(home, interval_ms=TICK_MS)
+    said: list[tuple[int, int]] = []
+    made.importIndexed.connect(lambda done, rest: said.append((done, rest)))
     try:
         made.start()
-        qtbot.waitUntil(lambda: left() == 0, timeout=10_000)
+        qtbot.waitUntil(lambda: left() == 0 and bool(said), timeout=10_000)
     finally:
         made.stop()
+    assert said == [(30, 0)]  # announced once, when there was something to index
     assert maintenance.check(store).ok
+
+
+def test_the_window_says_how_far_an_imports_indexing_has_come(
+    qtbot: QtBot, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from app.main_window import MainWindow
+    from engine.sessions import backlog
+    from engine.sessions.transfer import import_sessions
+
+    monkeypatch.setattr(backlog, "INLINE", 0)
+    lines = [
+        json.dumps(
+            {
+                "id": f"s{i}",
+                "started_at": 1.7e9 + i,
+                "messages": [{"role": "user", "content": f"note {i}", "timestamp": 1.7e9 + i}],
+            }
+        )
+        for i in range(12)
+    ]
+    assert import_sessions(SessionStore.open(home), lines).index_backlog == 12
+    window = MainWindow(home)
+    qtbot.addWidget(window)
+    label = window.import_indexing
+    assert label.isHidden()
+    window.show()
+    qtbot.waitUntil(lambda: label.text() == "Imported messages indexed", timeout=15_000)
+    assert label.isVisible()
+    window._on_import_indexed(5, 7)  # a pass that left some for the next one
+    assert label.text() == "Indexing imported messages for search: 7 left" and label.toolTip()

@@ -122,6 +122,7 @@ class TickReport(BaseModel):
     runs: list[RunResult] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     indexed: int = 0  # messages a large import had left to the session indexes, filled now
+    index_left: int = 0  # and those still left to a later tick
 
     @property
     def ok(self) -> bool:

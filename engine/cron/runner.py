@@ -248,7 +248,7 @@ def _catch_up_session_indexes(
     except (CairnError, DatabaseError, SessionStoreError, SQLAlchemyError) as exc:
         report.problems.append(f"catching up the session indexes: {exc}")
         return
-    report.indexed = done.messages
+    report.indexed, report.index_left = done.messages, done.left
 
 
 def utc_iso(ts: float | None) -> str | None:
