@@ -83,11 +83,16 @@ class _Walk:
     confirm: tuple[tuple[str, ...], ...] = ()  # phrases of 3+ words to confirm on the text
     flip: _Walk | None = None  # the same matches, walked through the other index
     fallback: _Walk | None = None  # the same matches, for when both indexes have many
-    contains: tuple[str, ...] = ()  # substrings each match's content must hold (see below)
-    substrings: tuple[str, ...] = ()  # every substring looked for, for messages not indexed
+    substrings: tuple[str, ...] = ()  # the substrings a trigram walk looks for (see below)
     # The same matches through the word index alone, for the messages the pair index does not
     # hold yet (set on every walk that reads the pair index).
     unindexed: _Walk | None = None
+
+    @property
+    def contains(self) -> tuple[str, ...]:
+        """The substrings each match of the index must be confirmed to hold: a literal of
+        three characters is one trigram, which the index alone answers."""
+        return tuple(literal for literal in self.substrings if len(literal) > 3)
 
 
 def _holds(table: str, tokens: Sequence[str], params: dict[str, object]) -> str:
@@ -284,11 +289,9 @@ class SqliteFullText:
         if not literals:
             return None if grams is None else _Walk(GRAM_TABLE, grams, GRAM_TABLE)
         match = " AND ".join(dict.fromkeys(t for lit in literals for t in _trigrams(lit)))
-        # A literal of three characters is one trigram: the index alone answers it.
-        contains = tuple(dict.fromkeys(lit for lit in literals if len(lit) > 3))
         every = tuple(dict.fromkeys(literals))
         if grams is None:
-            return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, contains=contains, substrings=every)
+            return _Walk(TRIGRAM_TABLE, match, TRIGRAM_TABLE, substrings=every)
         # The short CJK terms must be in the gram index's matches too. The unary + keeps
         # SQLite from handing the IN list to FTS5 as rowid lookups, which runs the trigram
         # query once per gram match and loses the index's id order.
@@ -299,7 +302,6 @@ class SqliteFullText:
             TRIGRAM_TABLE,
             also,
             {"grams": grams},
-            contains=contains,
             substrings=every,
         )
 
@@ -448,40 +450,41 @@ class SqliteFullText:
         ids: tuple[int, int] | None,
     ) -> Found:
         """:meth:`_walk` on the index itself, whatever it holds."""
+        contains = walk.contains
         where, params = filters.sql()
         if ids is not None:
             where += " AND f.rowid BETWEEN :first_id AND :last_id"
             params.update(first_id=ids[0], last_id=ids[1])
         # Each join costs a lookup for every match walked: only those the filters or the
         # confirmation of substrings need.
-        joined = (_JOIN_MESSAGES if where or walk.contains else "") + (
+        joined = (_JOIN_MESSAGES if where or contains else "") + (
             _JOIN_SESSIONS if filters.on_sessions else ""
         )
         # A message holding the substrings as written needs no folding: SQLite tells, and only
         # the text of the others is read into Python.
-        verbatim = " AND ".join(f"instr(m.content, :sub{k})" for k in range(len(walk.contains)))
-        params.update((f"sub{k}", literal) for k, literal in enumerate(walk.contains))
-        text_ = f", CASE WHEN {verbatim} THEN NULL ELSE m.content END" if walk.contains else ""
+        verbatim = " AND ".join(f"instr(m.content, :sub{k})" for k in range(len(contains)))
+        params.update((f"sub{k}", literal) for k, literal in enumerate(contains))
+        text_ = f", CASE WHEN {verbatim} THEN NULL ELSE m.content END" if contains else ""
         sql = (
             f"SELECT f.rowid, d.sz{text_} FROM {walk.table} AS f "
             f"JOIN {walk.sizes}_docsize AS d ON d.id = f.rowid{joined} "
             f"WHERE {walk.table} MATCH :match{walk.also}{where} "
             f"ORDER BY f.rowid {'DESC' if newest else 'ASC'}"
         )
-        if not walk.contains:
+        if not contains:
             sql += " LIMIT :budget"
         params.update(walk.params, match=walk.match, budget=budget)
         # Hundreds of rows: straight from the driver's cursor, which returns plain tuples at
         # a fraction of the cost of building a result row for each.
         with driver_cursor(self.conn) as cursor:
-            if not walk.contains:
+            if not contains:
                 return [(i, _token_count(sz)) for i, sz in cursor.execute(sql, params)]
             # Candidates that hold every trigram, in id order, until ``budget`` of them hold
             # the substrings themselves.
             found: Found = []
             for i, sz, content in cursor.execute(sql, params):
                 if content is None or all(
-                    _holds_substring(content, literal) for literal in walk.contains
+                    _holds_substring(content, literal) for literal in contains
                 ):
                     found.append((i, _token_count(sz)))
                     if len(found) == budget:
