@@ -271,6 +271,12 @@ class _Progress:
         sys.stderr.write(f"\r{self.label} {bar}  {messages:,} messages")
         sys.stderr.flush()
 
+    def say(self, text: str) -> None:
+        """A progress line of the caller's own, in place of the last."""
+        if self.enabled:
+            sys.stderr.write(f"\r{self.label}: {text}")
+            sys.stderr.flush()
+
     def close(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
@@ -606,14 +612,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _catch_up(args: argparse.Namespace, store: SessionStore) -> int:
     bar = _Progress(None, "indexing")
-
-    def progress(done: int, left: int) -> None:
-        if bar.enabled:
-            sys.stderr.write(f"\rindexing: {done:,} messages, {left:,} left")
-            sys.stderr.flush()
-
     try:
-        done = maintenance.catch_up(store, progress=progress)
+        done = maintenance.catch_up(
+            store, progress=lambda indexed, left: bar.say(f"{indexed:,} messages, {left:,} left")
+        )
     finally:
         bar.close()
     _emit(
@@ -638,14 +640,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         _emit(args, report.model_dump(), text)
         return 0 if report.ok else 1
     bar = _Progress(None, "reindexing")
-
-    def progress(done: int, total: int) -> None:
-        if bar.enabled:
-            sys.stderr.write(f"\rreindexing: step {done}/{total}")
-            sys.stderr.flush()
-
     try:
-        done = maintenance.reindex(store, progress)
+        done = maintenance.reindex(store, lambda step, steps: bar.say(f"step {step}/{steps}"))
     finally:
         bar.close()
     _emit(
