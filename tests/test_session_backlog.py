@@ -196,22 +196,34 @@ def test_messages_are_indexed_in_one_range_below_the_backlog_and_never_twice(
         assert found("discover", query=query)["results"], query
 
 
+def _catch_up_part_then_delete(
+    store: SessionStore, *, chunks: int, chunk: int, below: int
+) -> tuple[int, list[str]]:
+    """Catch up ``chunks`` chunks, then delete every session with a message from ``below``
+    ids under the backlog's start on: (that start, the sessions deleted)."""
+    going = iter([True] * chunks + [False])
+    maintenance.catch_up(store, chunk=chunk, keep_going=lambda: next(going))
+    with store.engine.connect() as conn:
+        first = backlog.first_unindexed(conn)
+        assert first is not None
+        doomed = list(
+            conn.execute(
+                text("SELECT DISTINCT session_id FROM messages WHERE id >= :f"),
+                {"f": first - below},
+            ).scalars()
+        )
+    for session_id in doomed:
+        assert store.delete_session(session_id)
+    return first, doomed
+
+
 def test_an_import_after_the_newest_messages_were_deleted_keeps_the_lower_start(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ids are given out again once the newest messages are gone: a catch-up stopped part way,
     the newest sessions deleted, the same file imported again to bring them back."""
     store = _trailing_store(home, monkeypatch)
-    once = iter([True, True, False])
-    maintenance.catch_up(store, chunk=150, keep_going=lambda: next(once))
-    with store.engine.connect() as conn:
-        first = backlog.first_unindexed(conn)
-        newest = conn.execute(
-            text("SELECT DISTINCT session_id FROM messages WHERE id >= :f - 40"), {"f": first}
-        ).scalars()
-        doomed = list(newest)
-    for session_id in doomed:
-        assert store.delete_session(session_id)
+    first, doomed = _catch_up_part_then_delete(store, chunks=2, chunk=150, below=40)
     again = import_sessions(store, _sessions(80), batch_size=9)
     assert again.sessions_imported == len(doomed)
     with store.engine.connect() as conn:
@@ -228,16 +240,7 @@ def test_a_backlog_whose_messages_were_all_deleted_ends(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _trailing_store(home, monkeypatch)
-    once = iter([True, False])
-    maintenance.catch_up(store, chunk=100, keep_going=lambda: next(once))
-    with store.engine.connect() as conn:
-        first = backlog.first_unindexed(conn)
-        behind = conn.execute(
-            text("SELECT DISTINCT session_id FROM messages WHERE id >= :f"), {"f": first}
-        ).scalars()
-        doomed = list(behind)
-    for session_id in doomed:
-        store.delete_session(session_id)
+    _catch_up_part_then_delete(store, chunks=1, chunk=100, below=0)
     assert _left(store) == 0
     assert maintenance.catch_up(store).messages == 0
     with store.engine.connect() as conn:
