@@ -24,6 +24,7 @@ from engine.sessions.question import (
     NUMBER_WEIGHT,
     QUESTION_NOUN_WEIGHT,
     read_question,
+    without_names,
 )
 from engine.sessions.recall import Recall, only_asks
 from engine.sessions.search import SessionSearch
@@ -72,6 +73,18 @@ def test_a_question_word_after_a_determiner_is_a_noun_of_the_topic() -> None:
         "work",
     }
     assert "kind" not in {c.term.words[0] for c in _read("What kind of dog has Jon?").concepts}
+
+
+def test_a_name_is_put_as_they_for_the_meaning_ranking() -> None:
+    """The possessive becomes "their"; a longer word that holds the name, or the name inside
+    another word, is left alone; the case it was typed in does not matter."""
+    assert without_names("Did Gina change careers?", ["Gina"]) == "Did they change careers?"
+    assert without_names("gina's new wheels", ["Gina"]) == "their new wheels"
+    assert without_names("Gina’s car, not Regina's or Ginas", ["Gina"]) == (
+        "their car, not Regina's or Ginas"
+    )
+    assert without_names("Did Jon and Gina go?", ["Jon", "Gina"]) == "Did they and they go?"
+    assert without_names("What did Jon say?", []) == "What did Jon say?"
 
 
 def test_what_is_searched_as_typed() -> None:

@@ -385,3 +385,33 @@ def test_embed_again_replaces_the_vectors_written_one_a_message(
     with store.engine.connect() as conn:
         hits = VectorIndex(store.engine).nearest(conn, "Did they get a new dog?", Filters())
     assert hits[0].message_id == week
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_question_about_a_participant_is_answered_in_their_conversations_by_meaning(
+    backend: str, home: Home
+) -> None:
+    """Sam speaks in five conversations, one of which says, in other words, what is asked;
+    Gina has news of the same kind in hers. Embedded with the name, the question is nearest to
+    whatever Sam said; without it, the animal news comes first, and only Sam's counts."""
+    store = open_store(backend, home)
+    chatter = [
+        "Sam: The weather has been grim all week, rain every single day.",
+        "Sam: Work is busy, we ship the release on Friday.",
+        "Sam: I finally fixed the leaking tap in the bathroom.",
+        "Sam: Traffic on the ring road was terrible this morning.",
+    ]
+    _fill(
+        store,
+        {
+            **{f"sam-{i}": [line, "Nora: Oh no."] for i, line in enumerate(chatter)},
+            "gina-pet": ["Gina: My cousin just got a kitten, tiny and loud.", "Jon: Aww."],
+            "sam-pet": CONVERSATIONS["pet"],
+        },
+    )
+    search = SessionSearch(store, semantic=True)
+    found = search("discover", query="Which animal does Sam have?", limit=1)
+    assert [c["session_id"] for c in found["results"]] == ["sam-pet"]
+    # Gina's kitten is near in meaning, and Sam is in none of it.
+    wider = search("discover", query="Which animal does Sam have?", limit=5)
+    assert "gina-pet" not in [c["session_id"] for c in wider["results"]]

@@ -175,6 +175,19 @@ def as_topic(question: Question, which: Collection[int]) -> Question:
     return replace(question, concepts=concepts)
 
 
+def without_names(text: str, names: Collection[str]) -> str:
+    """``text`` with each of ``names`` (as typed in it) put as "they", or "their" for "Gina's":
+    what the question asks of a participant, for the meaning ranking. A participant's name
+    is in every message they wrote ("Gina: …", as imported chats are written), and a
+    sentence vector weighs it far above the words of the topic: the nearest messages of
+    "Did Gina change careers?" are Gina's, whatever they are about."""
+    for name in names:
+        typed = re.escape(name)
+        text = re.sub(rf"(?<![^\W_]){typed}['’]s\b", "their", text, flags=re.IGNORECASE)
+        text = re.sub(rf"(?<![^\W_]){typed}(?![^\W_])", "they", text, flags=re.IGNORECASE)
+    return text
+
+
 def span_first(question: Question, filters: Filters) -> list[Filters]:
     """The filters a question's answers are looked for under, in turn: with a time span in the
     question, the span first, then the rest of the history to fill up to the limit."""

@@ -16,7 +16,7 @@ import contextlib
 import json
 import time
 from collections import defaultdict, namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from engine.sessions.fts import full_text_for
 from engine.sessions.fulltext import FORMS, Filters, Form, FullText, Hit
 from engine.sessions.query import Query, parse_query
-from engine.sessions.question import Question, read_question, span_first
+from engine.sessions.question import Question, read_question, span_first, without_names
 from engine.sessions.snippet import snippet
 from engine.sessions.store import SessionInfo, SessionStore
 from engine.sessions.when import anchor_time
@@ -214,14 +214,24 @@ def _session(conn: Connection, sid: str) -> dict[str, Any]:
 
 
 def _fused(
-    lexical: list[tuple[Hit, int | None, Form]], nearest: list[Hit], limit: int
+    lexical: list[tuple[Hit, int | None, Form]],
+    nearest: list[Hit],
+    limit: int,
+    topical: Collection[str],
 ) -> list[tuple[Hit, int | None, Form]]:
     """Reciprocal rank fusion of the word ranking and the meaning ranking, per conversation:
     ranks rather than scores, as BM25 sums and cosines are on scales of their own. A
-    conversation found by both keeps the word ranking's message and its runner-up."""
+    conversation found by both keeps the word ranking's message and its runner-up.
+
+    Only the conversations in ``topical`` (the words found a word of the topic there, not
+    only a name) are ranked by words. One that holds nothing but the name says nothing of
+    what is asked; meaning orders it, and it comes after all the others when meaning does not
+    find it."""
     score: dict[str, float] = defaultdict(float)
     entry: dict[str, tuple[Hit, int | None, Form]] = {}
-    for rank, item in enumerate(lexical):
+    named_only = [item for item in lexical if item[0].root_session_id not in topical]
+    on_topic = [item for item in lexical if item[0].root_session_id in topical]
+    for rank, item in enumerate(on_topic):
         root = item[0].root_session_id
         score[root] += 1.0 / (FUSION_K + rank)
         entry.setdefault(root, item)
@@ -231,6 +241,10 @@ def _fused(
         score[hit.root_session_id] += SEMANTIC_WEIGHT / (FUSION_K + rank)
         entry.setdefault(hit.root_session_id, (hit, None, "any"))
     order = sorted(score, key=lambda root: score[root], reverse=True)
+    # Stable: the name-only conversations meaning did not reach keep the words' order.
+    order += [i[0].root_session_id for i in named_only if i[0].root_session_id not in score]
+    for item in named_only:
+        entry.setdefault(item[0].root_session_id, item)
     return [entry[root] for root in order[:limit]]
 
 
@@ -427,15 +441,22 @@ class SessionSearch:
             from engine.sessions.recall import Recall
 
             assert isinstance(fts, SqliteFullText)
-            ranked = Recall(fts).rank(question, filters, depth)
+            ranker: Recall = Recall(fts)
         else:
             from engine.sessions.recall_postgres import PostgresRecall
 
-            ranked = PostgresRecall(conn).rank(question, filters, depth)
+            ranker = PostgresRecall(conn)
+        ranked = ranker.rank(question, filters, depth)
         lexical: list[tuple[Hit, int | None, Form]] = [(r.hit, r.second, "any") for r in ranked]
         if vectors is None:
             return lexical
-        return _fused(lexical, self._nearest(conn, vectors, query, question, filters), limit)
+        # Of a participant, meaning is asked without the name and answered in conversations
+        # that have it (question.without_names).
+        names = ranker.speakers(question)
+        meant = without_names(query, [c.term.raw for c in names])
+        nearest = ranker.said_by(names, self._nearest(conn, vectors, meant, question, filters))
+        topical = {r.hit.root_session_id for r in ranked if r.topical}
+        return _fused(lexical, nearest, limit, topical)
 
     @staticmethod
     def _nearest(
