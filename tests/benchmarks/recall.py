@@ -1504,6 +1504,73 @@ CHAT_DEV_TEMPLATES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+# Written after the twelfth round's change was chosen on the development batches, and before it
+# was run on any other: whole questions about one participant, asked the way a friend would
+# ask another, mostly in other words than the evidence's ("What can't {s} eat?").
+CHAT_TOLD_SEED = 139
+CHAT_TOLD_TEMPLATES: dict[str, list[tuple[str, str]]] = {
+    "pet": [
+        ("single", "What animal did {s} bring home?"),
+        ("single", "Does {s} have a {animal} now?"),
+        ("inference", "Would {s} need a pet sitter when travelling?"),
+    ],
+    "instrument": [
+        ("single", "Which instrument is {s} taking classes for?"),
+        ("inference", "Does {s} have a music teacher?"),
+    ],
+    "painting": [
+        ("single", "What did {s} paint for the exhibition?"),
+        ("inference", "Is {s} into painting?"),
+    ],
+    "job": [
+        ("single", "What job did {s} land?"),
+        ("inference", "Is {s} starting somewhere new next month?"),
+    ],
+    "race": [
+        ("single", "How long did {s}'s {kind} take?"),
+        ("inference", "Is {s} a runner?"),
+    ],
+    "allergy": [
+        ("single", "What can't {s} eat?"),
+        ("inference", "Should I avoid any ingredients when cooking for {s}?"),
+    ],
+    "book": [
+        ("single", "Which book kept {s} up all night?"),
+        ("inference", "Does {s} read {genre}?"),
+    ],
+    "car": [
+        ("single", "What does {s} drive these days?"),
+        ("single", "Did {s} buy a {brand}?"),
+    ],
+    "garden": [
+        ("single", "What is {s} growing at home?"),
+        ("inference", "Does {s} have a vegetable patch?"),
+    ],
+    "volunteer": [
+        ("single", "Where does {s} help out on Thursdays?"),
+        ("inference", "Does {s} give time to a charity?"),
+    ],
+    "move": [
+        ("single", "Where is {s} relocating?"),
+        ("inference", "Is {s} leaving town?"),
+    ],
+    "trip": [
+        ("multi", "Every road trip {s} took with the kids"),
+        ("temporal", "Where did {s} travel by car in {month} {year}?"),
+        ("temporal", "{s}'s drive {ago}"),
+    ],
+    "bake": [
+        ("multi", "What has {s} baked for the neighbours?"),
+        ("temporal", "What did {s} bake in {month} {year}?"),
+        ("temporal", "{s}'s baking {ago}"),
+    ],
+    "concert": [
+        ("multi", "Which bands has {s} seen live?"),
+        ("temporal", "Whose show did {s} catch in {month} {year}?"),
+        ("temporal", "the concert {s} went to {ago}"),
+    ],
+}
+
 
 OWN_ARCHIVE: dict[str, tuple[int, dict[str, list[tuple[str, str]]], bool]] = {
     "fresh": (FRESH_SEED, FRESH_TEMPLATES, False),
@@ -1512,6 +1579,7 @@ OWN_ARCHIVE: dict[str, tuple[int, dict[str, list[tuple[str, str]]], bool]] = {
     "natural": (NATURAL_SEED, NATURAL_TEMPLATES, True),
     "later": (LATER_SEED, LATER_TEMPLATES, True),
     "chat-dev": (CHAT_DEV_SEED, CHAT_DEV_TEMPLATES, True),
+    "chat-told": (CHAT_TOLD_SEED, CHAT_TOLD_TEMPLATES, True),
 }
 
 
@@ -1753,9 +1821,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch",
         default="all",
-        help="tuning, held-out, fresh, new, unseen, natural, later, chat-dev, diary-dev, "
-        "diary-test, diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, agent-later, "
-        "agent-asked or all",
+        help="tuning, held-out, fresh, new, unseen, natural, later, chat-dev, chat-told, "
+        "diary-dev, diary-test, diary-fresh, diary-spoken, agent-dev, agent-test, agent-fresh, "
+        "agent-later, agent-asked or all",
     )
     parser.add_argument("--misses", type=int, default=0, help="print this many misses a batch")
     parser.add_argument(
